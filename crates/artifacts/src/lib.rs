@@ -1,0 +1,1 @@
+//! Artifact drivers behind one trait: raw (inline) and local filesystem.

@@ -1,0 +1,1 @@
+//! Backend selection by name: one enum over every built backend.

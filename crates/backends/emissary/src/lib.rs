@@ -1,0 +1,1 @@
+//! The emissary backend: the wait side of the emissary file protocol.

@@ -1,0 +1,28 @@
+//! Core types of argoexec-rs.
+//!
+//! This crate is the bottom of the workspace: everything else depends on it and it depends on
+//! nothing of ours. It owns
+//! - [`template`]: the subset of Argo's `Template` an executor needs (camelCase JSON, unknown
+//!   fields preserved on a round trip);
+//! - [`env`]: the `ARGO_*` environment contract parsed into one typed struct;
+//! - [`paths`]: every fixed in-pod path (`/var/run/argo`, `/mainctrfs`, …) rooted in one place
+//!   so tests and local runs can re-root them;
+//! - [`protocol`]: the emissary file protocol shared by the wrapper and the wait side;
+//! - [`executor_kind`]: the five backend names;
+//! - [`exit`]: exit-code rules.
+//!
+//! It performs no network I/O and starts no async runtime; the only file access is the small,
+//! synchronous template loading in [`env`].
+
+pub mod annotations;
+pub mod env;
+pub mod executor_kind;
+pub mod exit;
+pub mod paths;
+pub mod protocol;
+pub mod template;
+
+pub use env::{ExecutorEnv, EnvError};
+pub use executor_kind::ExecutorKind;
+pub use paths::PodPaths;
+pub use template::Template;

@@ -1,0 +1,164 @@
+//! The Argo `Template` subset an executor needs.
+//!
+//! Field names follow Argo's JSON (camelCase). Every struct carries an `extra` map flattened
+//! into it, so fields this crate does not model (scheduling, metrics, `podSpecPatch`, …)
+//! survive a parse → serialise round trip unchanged. The types are plain data: behaviour that
+//! depends on several fields (which paths are on the base layer, which containers are "main")
+//! lives in small methods here so every flow uses the same rule.
+
+pub mod container;
+mod io;
+mod location;
+
+pub use container::{
+    Container, ContainerNode, ContainerSetRetryStrategy, ContainerSetTemplate, EnvVar, ScriptTemplate,
+    UserContainer, VolumeMount,
+};
+pub use io::{
+    ArchiveKind,
+    ArchiveStrategy, Artifact, Inputs, Outputs, Parameter, TarStrategy, ValueFrom,
+};
+pub use location::{ArchiveLocation, ArtifactLocation, LocalArtifact, RawArtifact, S3Artifact};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::path::Path;
+
+/// Extra, unmodelled JSON fields kept for round trips.
+pub type Extra = Map<String, Value>;
+
+/// The main container name of a plain container or script template.
+pub const MAIN: &str = "main";
+/// The wait container name.
+pub const WAIT: &str = "wait";
+/// The init container name.
+pub const INIT: &str = "init";
+
+/// An Argo workflow template, as the executor receives it (fully resolved by the controller).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Template {
+    /// Template name.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    /// Inputs (parameters and artifacts).
+    #[serde(default, skip_serializing_if = "Inputs::is_empty")]
+    pub inputs: Inputs,
+    /// Outputs to capture.
+    #[serde(default, skip_serializing_if = "Outputs::is_empty")]
+    pub outputs: Outputs,
+    /// A plain container template.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container: Option<Container>,
+    /// A script template (a container plus `source`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub script: Option<ScriptTemplate>,
+    /// A container set (several main containers with dependencies).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container_set: Option<ContainerSetTemplate>,
+    /// Sidecars started with the main container(s).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sidecars: Vec<UserContainer>,
+    /// Init containers declared by the user.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub init_containers: Vec<UserContainer>,
+    /// Pod volumes declared on the template (kept as raw Kubernetes JSON).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub volumes: Vec<Value>,
+    /// Where outputs and logs are archived by default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archive_location: Option<ArchiveLocation>,
+    /// Template deadline in seconds (an int or a string in Argo's JSON).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_deadline_seconds: Option<Value>,
+    /// Everything else, preserved.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+impl Template {
+    /// Parse a template from JSON text.
+    ///
+    /// # Errors
+    /// The serde error, whose text names the offending line and column.
+    pub fn from_json(text: &str) -> Result<Self, serde_json::Error> {
+        serde_json::from_str(text)
+    }
+
+    /// Serialise back to compact JSON (unknown fields included).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_else(|_| "{}".to_string())
+    }
+
+    /// The names of the main containers: the container-set names, or `["main"]`.
+    pub fn main_container_names(&self) -> Vec<String> {
+        match &self.container_set {
+            Some(cs) if !cs.containers.is_empty() => cs.containers.iter().map(|c| c.container.name.clone()).collect(),
+            _ => vec![MAIN.to_string()],
+        }
+    }
+
+    /// Volume mounts of the main container(s): the container's or script's, or the union of a
+    /// container set's, plus the container set's shared `volumeMounts`.
+    pub fn main_volume_mounts(&self) -> Vec<VolumeMount> {
+        let mut v = Vec::new();
+        if let Some(c) = &self.container {
+            v.extend(c.volume_mounts.iter().cloned());
+        }
+        if let Some(s) = &self.script {
+            v.extend(s.container.volume_mounts.iter().cloned());
+        }
+        if let Some(cs) = &self.container_set {
+            v.extend(cs.volume_mounts.iter().cloned());
+            for c in &cs.containers {
+                v.extend(c.container.volume_mounts.iter().cloned());
+            }
+        }
+        v
+    }
+
+    /// The deepest volume mount that contains `path`, if any (Argo's `FindOverlappingVolume`).
+    pub fn overlapping_volume(&self, path: &Path) -> Option<VolumeMount> {
+        self.main_volume_mounts()
+            .into_iter()
+            .filter(|m| crate::paths::is_under(path, Path::new(&m.mount_path)))
+            .max_by_key(|m| crate::paths::clean(Path::new(&m.mount_path)).components().count())
+    }
+
+    /// Argo's `isBaseImagePath`: true unless `path` lies under a volume mount of the template,
+    /// or equals / lies under the path of a *supplied* input artifact. An optional input
+    /// artifact that was not supplied does not count.
+    pub fn is_base_layer_path(&self, path: &Path) -> bool {
+        if self.overlapping_volume(path).is_some() {
+            return false;
+        }
+        !self.inputs.artifacts.iter().any(|a| {
+            a.path.as_deref().is_some_and(|p| crate::paths::is_under(path, Path::new(p)))
+                && !(a.optional && !a.is_supplied())
+        })
+    }
+
+    /// True for templates whose main has a result worth capturing (container, script, or a
+    /// container set with a container named `main`).
+    pub fn has_capturable_result(&self) -> bool {
+        self.container.is_some()
+            || self.script.is_some()
+            || self
+                .container_set
+                .as_ref()
+                .is_some_and(|cs| cs.containers.iter().any(|c| c.container.name == MAIN))
+    }
+
+    /// Whether `archiveLocation.archiveLogs` is set.
+    pub fn archive_logs(&self) -> bool {
+        self.archive_location.as_ref().and_then(|a| a.archive_logs).unwrap_or(false)
+    }
+
+    /// The container-set node of a named container, if this is a container set.
+    pub fn container_set_node(&self, name: &str) -> Option<&ContainerNode> {
+        self.container_set.as_ref()?.containers.iter().find(|c| c.container.name == name)
+    }
+}
+
+#[cfg(test)]
+mod tests;

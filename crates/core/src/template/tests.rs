@@ -1,0 +1,88 @@
+//! Unit tests of the template model.
+
+use super::*;
+use std::path::Path;
+
+const FULL: &str = r#"{
+  "name": "t",
+  "metadata": {"labels": {"a": "b"}},
+  "inputs": {"parameters": [{"name": "p", "value": "v"}],
+             "artifacts": [{"name": "in", "path": "/in", "raw": {"data": "hi"}, "mode": 493, "recurseMode": true},
+                           {"name": "opt", "path": "/opt-in", "optional": true},
+                           {"name": "g", "path": "/g", "gcs": {"bucket": "b", "key": "k"}}]},
+  "outputs": {"parameters": [{"name": "o", "valueFrom": {"path": "/tmp/o", "default": ""}}],
+              "artifacts": [{"name": "a", "path": "/tmp/a", "optional": true, "archive": {"none": {}}},
+                            {"name": "z", "path": "/tmp/z", "archive": {"tar": {"compressionLevel": 1}}}]},
+  "script": {"image": "busybox", "command": ["sh"], "source": "echo hi", "volumeMounts": [{"name": "v", "mountPath": "/mnt/outer"}, {"name": "w", "mountPath": "/mnt/outer/inner"}], "futureField": 7},
+  "sidecars": [{"name": "s", "image": "busybox", "mirrorVolumeMounts": true}],
+  "archiveLocation": {"archiveLogs": true, "local": {"path": "/repo/wf/pod"}},
+  "activeDeadlineSeconds": "30",
+  "podSpecPatch": "{}"
+}"#;
+
+#[test]
+fn round_trip_keeps_unknown_fields() {
+    let t = Template::from_json(FULL).unwrap();
+    let back: serde_json::Value = serde_json::from_str(&t.to_json()).unwrap();
+    let orig: serde_json::Value = serde_json::from_str(FULL).unwrap();
+    assert_eq!(back, orig);
+}
+
+#[test]
+fn model_fields() {
+    let t = Template::from_json(FULL).unwrap();
+    assert_eq!(t.main_container_names(), vec!["main"]);
+    assert!(t.archive_logs());
+    assert_eq!(t.inputs.artifacts[0].mode, Some(0o755));
+    assert_eq!(t.inputs.artifacts[2].location.kind_name(), Some("gcs"));
+    assert_eq!(t.outputs.artifacts[0].archive_kind(), ArchiveKind::None);
+    assert_eq!(t.outputs.artifacts[1].archive_kind(), ArchiveKind::TarGz(Some(1)));
+    assert_eq!(t.script.as_ref().unwrap().source, "echo hi");
+}
+
+#[test]
+fn base_layer_rules() {
+    let t = Template::from_json(FULL).unwrap();
+    assert!(t.is_base_layer_path(Path::new("/tmp/o")));
+    assert!(!t.is_base_layer_path(Path::new("/mnt/outer/x")));
+    assert!(!t.is_base_layer_path(Path::new("/in")));
+    assert!(!t.is_base_layer_path(Path::new("/in/sub")));
+    // an optional, unsupplied input at the same path falls back to the base layer
+    assert!(t.is_base_layer_path(Path::new("/opt-in")));
+    let deepest = t.overlapping_volume(Path::new("/mnt/outer/inner/b")).unwrap();
+    assert_eq!(deepest.name, "w");
+}
+
+#[test]
+fn container_set_names_and_retry() {
+    let t = Template::from_json(
+        r#"{"containerSet": {"retryStrategy": {"retries": "2", "duration": "1.5s"},
+            "containers": [{"name": "a", "image": "x"}, {"name": "main", "image": "x", "dependencies": ["a"]}]}}"#,
+    )
+    .unwrap();
+    assert_eq!(t.main_container_names(), vec!["a", "main"]);
+    let rs = t.container_set.as_ref().unwrap().retry_strategy.as_ref().unwrap();
+    assert_eq!(rs.retries(), 2);
+    assert_eq!(rs.delay(), std::time::Duration::from_millis(1500));
+    assert_eq!(t.container_set_node("main").unwrap().dependencies, vec!["a"]);
+    assert!(t.has_capturable_result());
+}
+
+#[test]
+fn go_durations() {
+    assert_eq!(container::parse_go_duration("1m0s"), Some(std::time::Duration::from_secs(60)));
+    assert_eq!(container::parse_go_duration("300ms"), Some(std::time::Duration::from_millis(300)));
+    assert_eq!(container::parse_go_duration("2h1s"), Some(std::time::Duration::from_secs(7201)));
+    assert_eq!(container::parse_go_duration("abc"), None);
+    assert_eq!(container::parse_go_duration(""), None);
+}
+
+#[test]
+fn child_location_derives_key() {
+    let loc = ArtifactLocation { local: Some(LocalArtifact { path: "/repo/wf/pod/".into() }), ..Default::default() };
+    assert_eq!(loc.child("a.tgz").unwrap().local.unwrap().path, "/repo/wf/pod/a.tgz");
+    let s3: ArtifactLocation = serde_json::from_str(r#"{"s3": {"key": "wf/pod", "bucket": "b"}}"#).unwrap();
+    let c = s3.child("x.tgz").unwrap();
+    assert_eq!(c.s3.as_ref().unwrap().key, "wf/pod/x.tgz");
+    assert_eq!(c.s3.unwrap().extra["bucket"], "b");
+}

@@ -1,0 +1,1 @@
+//! The init and wait flows, generic over the runtime seam.

@@ -1,0 +1,1 @@
+//! Output reporting behind one trait: local JSON sink.

@@ -1,0 +1,1 @@
+//! The runtime seam: the RuntimeExecutor trait every backend implements.

@@ -1,0 +1,1 @@
+//! The emissary wrapper: PID 1 in the user container.
