@@ -60,7 +60,11 @@ impl ArtifactError {
     }
 
     pub(crate) fn io(action: &'static str, path: &Path, source: std::io::Error) -> Self {
-        Self::Io { action, path: path.to_path_buf(), source }
+        Self::Io {
+            action,
+            path: path.to_path_buf(),
+            source,
+        }
     }
 }
 
@@ -71,13 +75,21 @@ pub trait ArtifactDriver: Send + Sync {
     ///
     /// # Errors
     /// [`ArtifactError::NotFound`] when absent, otherwise a driver error.
-    fn load(&self, loc: &ArtifactLocation, dest: &Path) -> impl Future<Output = Result<(), ArtifactError>> + Send;
+    fn load(
+        &self,
+        loc: &ArtifactLocation,
+        dest: &Path,
+    ) -> impl Future<Output = Result<(), ArtifactError>> + Send;
 
     /// Upload the file or directory `src` to `loc`.
     ///
     /// # Errors
     /// A driver error; nothing is left at `loc` looking complete on failure.
-    fn save(&self, src: &Path, loc: &ArtifactLocation) -> impl Future<Output = Result<(), ArtifactError>> + Send;
+    fn save(
+        &self,
+        src: &Path,
+        loc: &ArtifactLocation,
+    ) -> impl Future<Output = Result<(), ArtifactError>> + Send;
 }
 
 /// Every built driver.
@@ -98,7 +110,9 @@ impl AnyDriver {
         match loc.kind_name() {
             Some("raw") => Ok(Self::Raw(raw::RawDriver)),
             Some("local") => Ok(Self::Local(local::LocalDriver)),
-            Some(other) => Err(ArtifactError::NoDriver { kind: other.to_string() }),
+            Some(other) => Err(ArtifactError::NoDriver {
+                kind: other.to_string(),
+            }),
             None => Err(ArtifactError::NoLocation),
         }
     }

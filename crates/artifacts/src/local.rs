@@ -14,7 +14,9 @@ use std::path::{Path, PathBuf};
 pub struct LocalDriver;
 
 fn location_path(loc: &ArtifactLocation) -> Result<PathBuf, ArtifactError> {
-    Ok(PathBuf::from(&loc.local.as_ref().ok_or(ArtifactError::NoLocation)?.path))
+    Ok(PathBuf::from(
+        &loc.local.as_ref().ok_or(ArtifactError::NoLocation)?.path,
+    ))
 }
 
 /// Copy `src` (file, directory or symlink) to `dest`, which must not exist.
@@ -36,14 +38,19 @@ fn copy_tree(src: &Path, dest: &Path) -> Result<(), ArtifactError> {
         }
         fs::set_permissions(dest, meta.permissions()).map_err(|e| ArtifactError::io("chmod", dest, e))
     } else {
-        fs::copy(src, dest).map(|_| ()).map_err(|e| ArtifactError::io("copy to", dest, e))
+        fs::copy(src, dest)
+            .map(|_| ())
+            .map_err(|e| ArtifactError::io("copy to", dest, e))
     }
 }
 
 fn save_blocking(src: &Path, dest: &Path) -> Result<(), ArtifactError> {
     let parent = dest.parent().unwrap_or(Path::new("/"));
     fs::create_dir_all(parent).map_err(|e| ArtifactError::io("create", parent, e))?;
-    let name = dest.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = dest
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let tmp = parent.join(format!(".{name}.partial-{}", std::process::id()));
     let _ = remove_any(&tmp);
     let r = copy_tree(src, &tmp).and_then(|()| {
@@ -69,7 +76,11 @@ async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, ArtifactError> + Send + 'static,
 ) -> Result<T, ArtifactError> {
     tokio::task::spawn_blocking(f).await.unwrap_or_else(|e| {
-        Err(ArtifactError::io("run blocking copy", Path::new("-"), std::io::Error::other(e.to_string())))
+        Err(ArtifactError::io(
+            "run blocking copy",
+            Path::new("-"),
+            std::io::Error::other(e.to_string()),
+        ))
     })
 }
 
@@ -77,7 +88,9 @@ impl ArtifactDriver for LocalDriver {
     async fn load(&self, loc: &ArtifactLocation, dest: &Path) -> Result<(), ArtifactError> {
         let src = location_path(loc)?;
         if fs::symlink_metadata(&src).is_err() {
-            return Err(ArtifactError::NotFound { location: format!("local:{}", src.display()) });
+            return Err(ArtifactError::NotFound {
+                location: format!("local:{}", src.display()),
+            });
         }
         let dest = dest.to_path_buf();
         blocking(move || {
@@ -103,7 +116,12 @@ mod tests {
     use argoexec_core::template::LocalArtifact;
 
     fn loc(p: &Path) -> ArtifactLocation {
-        ArtifactLocation { local: Some(LocalArtifact { path: p.display().to_string() }), ..Default::default() }
+        ArtifactLocation {
+            local: Some(LocalArtifact {
+                path: p.display().to_string(),
+            }),
+            ..Default::default()
+        }
     }
 
     #[tokio::test]
@@ -119,7 +137,13 @@ mod tests {
         LocalDriver.load(&repo, &back).await.unwrap();
         assert_eq!(fs::read_to_string(back.join("sub/f")).unwrap(), "x");
         assert_eq!(fs::read_link(back.join("l")).unwrap(), Path::new("sub/f"));
-        assert!(LocalDriver.load(&loc(&d.path().join("nope")), &d.path().join("x")).await.unwrap_err().is_not_found());
+        assert!(
+            LocalDriver
+                .load(&loc(&d.path().join("nope")), &d.path().join("x"))
+                .await
+                .unwrap_err()
+                .is_not_found()
+        );
         let leftovers: Vec<_> = fs::read_dir(d.path().join("repo/a")).unwrap().collect();
         assert_eq!(leftovers.len(), 1, "no partial files left");
     }
@@ -127,11 +151,20 @@ mod tests {
     #[tokio::test]
     async fn driver_selection() {
         let gcs: ArtifactLocation = serde_json_loc(r#"{"gcs": {"bucket": "b"}}"#);
-        assert!(matches!(AnyDriver::for_location(&gcs), Err(ArtifactError::NoDriver { kind }) if kind == "gcs"));
-        assert!(matches!(AnyDriver::for_location(&ArtifactLocation::default()), Err(ArtifactError::NoLocation)));
+        assert!(
+            matches!(AnyDriver::for_location(&gcs), Err(ArtifactError::NoDriver { kind }) if kind == "gcs")
+        );
+        assert!(matches!(
+            AnyDriver::for_location(&ArtifactLocation::default()),
+            Err(ArtifactError::NoLocation)
+        ));
         let raw = serde_json_loc(r#"{"raw": {"data": "hi"}}"#);
         let d = tempfile::tempdir().unwrap();
-        AnyDriver::for_location(&raw).unwrap().load(&raw, &d.path().join("f")).await.unwrap();
+        AnyDriver::for_location(&raw)
+            .unwrap()
+            .load(&raw, &d.path().join("f"))
+            .await
+            .unwrap();
         assert_eq!(fs::read_to_string(d.path().join("f")).unwrap(), "hi");
     }
 

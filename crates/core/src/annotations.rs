@@ -29,8 +29,14 @@ pub enum AnnotationsError {
 /// [`AnnotationsError::Missing`] or [`AnnotationsError::BadQuoting`].
 pub fn lookup(text: &str, key: &str) -> Result<String, AnnotationsError> {
     let prefix = format!("{key}=");
-    let line = text.lines().find_map(|l| l.strip_prefix(&prefix)).ok_or_else(|| AnnotationsError::Missing(key.into()))?;
-    go_unquote(line.trim_end()).map_err(|reason| AnnotationsError::BadQuoting { key: key.into(), reason })
+    let line = text
+        .lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .ok_or_else(|| AnnotationsError::Missing(key.into()))?;
+    go_unquote(line.trim_end()).map_err(|reason| AnnotationsError::BadQuoting {
+        key: key.into(),
+        reason,
+    })
 }
 
 /// Undo Go's `strconv.Quote`: a double-quoted string with `\a \b \f \n \r \t \v \\ \" \'`,
@@ -78,7 +84,10 @@ pub fn go_unquote(s: &str) -> Result<String, String> {
             '0'..='7' => {
                 let mut v = e.to_digit(8).unwrap_or(0);
                 for _ in 0..2 {
-                    let d = it.next().and_then(|c| c.to_digit(8)).ok_or("short octal escape")?;
+                    let d = it
+                        .next()
+                        .and_then(|c| c.to_digit(8))
+                        .ok_or("short octal escape")?;
                     v = v * 8 + d;
                 }
                 bytes.push(u8::try_from(v).map_err(|_| "octal escape out of range")?);
@@ -105,9 +114,15 @@ mod tests {
 
     #[test]
     fn go_escapes() {
-        assert_eq!(go_unquote(r#""a\tb\x41\u00e9\101\U0001F600""#).unwrap(), "a\tbAéA😀");
+        assert_eq!(
+            go_unquote(r#""a\tb\x41\u00e9\101\U0001F600""#).unwrap(),
+            "a\tbAéA😀"
+        );
         assert!(go_unquote("noquotes").is_err());
         assert!(go_unquote(r#""bad\q""#).is_err());
-        assert!(matches!(lookup("x=\"1\"", TEMPLATE_ANNOTATION), Err(AnnotationsError::Missing(_))));
+        assert!(matches!(
+            lookup("x=\"1\"", TEMPLATE_ANNOTATION),
+            Err(AnnotationsError::Missing(_))
+        ));
     }
 }

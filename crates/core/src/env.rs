@@ -124,11 +124,13 @@ impl ExecutorEnv {
         let pod_name = opt("ARGO_POD_NAME").ok_or(EnvError::Missing { var: "ARGO_POD_NAME" })?;
         let runtime_executor = match opt("ARGO_CONTAINER_RUNTIME_EXECUTOR") {
             None => ExecutorKind::Emissary,
-            Some(v) => v.parse().map_err(|e: crate::executor_kind::UnknownExecutor| EnvError::Invalid {
-                var: "ARGO_CONTAINER_RUNTIME_EXECUTOR",
-                value: v.clone(),
-                reason: e.to_string(),
-            })?,
+            Some(v) => v
+                .parse()
+                .map_err(|e: crate::executor_kind::UnknownExecutor| EnvError::Invalid {
+                    var: "ARGO_CONTAINER_RUNTIME_EXECUTOR",
+                    value: v.clone(),
+                    reason: e.to_string(),
+                })?,
         };
         let kubelet_port = match opt("ARGO_KUBELET_PORT") {
             None => DEFAULT_KUBELET_PORT,
@@ -152,7 +154,9 @@ impl ExecutorEnv {
         let termination_grace = match opt("ARGO_TERMINATION_GRACE_PERIOD_SECONDS") {
             None => DEFAULT_GRACE,
             Some(v) => Duration::from_secs(
-                v.trim().parse::<u64>().map_err(|e| invalid("ARGO_TERMINATION_GRACE_PERIOD_SECONDS", &v, e))?,
+                v.trim()
+                    .parse::<u64>()
+                    .map_err(|e| invalid("ARGO_TERMINATION_GRACE_PERIOD_SECONDS", &v, e))?,
             ),
         };
         Ok(Self {
@@ -181,7 +185,11 @@ impl ExecutorEnv {
 }
 
 fn invalid(var: &'static str, value: &str, reason: impl ToString) -> EnvError {
-    EnvError::Invalid { var, value: value.to_string(), reason: reason.to_string() }
+    EnvError::Invalid {
+        var,
+        value: value.to_string(),
+        reason: reason.to_string(),
+    }
 }
 
 /// Go's `strconv.ParseBool` set; unset is false.
@@ -210,12 +218,21 @@ pub fn parse_rfc3339(s: &str) -> Result<Option<SystemTime>, String> {
     let s = s.trim();
     let b = s.as_bytes();
     let num = |r: std::ops::Range<usize>| -> Result<i64, String> {
-        s.get(r.clone()).and_then(|t| t.parse().ok()).ok_or_else(|| format!("bad digits at {}..{}", r.start, r.end))
+        s.get(r.clone())
+            .and_then(|t| t.parse().ok())
+            .ok_or_else(|| format!("bad digits at {}..{}", r.start, r.end))
     };
     if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !(b[10] == b'T' || b[10] == b't' || b[10] == b' ') {
         return Err("expected YYYY-MM-DDTHH:MM:SS[.frac](Z|±HH:MM)".into());
     }
-    let (y, mo, d, h, mi, se) = (num(0..4)?, num(5..7)?, num(8..10)?, num(11..13)?, num(14..16)?, num(17..19)?);
+    let (y, mo, d, h, mi, se) = (
+        num(0..4)?,
+        num(5..7)?,
+        num(8..10)?,
+        num(11..13)?,
+        num(14..16)?,
+        num(17..19)?,
+    );
     let mut i = 19;
     let mut nanos = 0u32;
     if b.get(i) == Some(&b'.') {
@@ -282,27 +299,45 @@ pub fn load_template(
     annotations: Option<&Path>,
 ) -> Result<(Template, TemplateSource), EnvError> {
     if let Some(text) = get("ARGO_TEMPLATE").filter(|t| !t.trim().is_empty()) {
-        let t = Template::from_json(&text)
-            .map_err(|e| EnvError::BadTemplate { source_name: "ARGO_TEMPLATE".into(), error: e.to_string() })?;
+        let t = Template::from_json(&text).map_err(|e| EnvError::BadTemplate {
+            source_name: "ARGO_TEMPLATE".into(),
+            error: e.to_string(),
+        })?;
         return Ok((t, TemplateSource::Env));
     }
     let file = paths.template_file();
     if file.exists() {
-        let text = std::fs::read_to_string(&file).map_err(|error| EnvError::Read { path: file.clone(), error })?;
-        let t = Template::from_json(&text)
-            .map_err(|e| EnvError::BadTemplate { source_name: file.display().to_string(), error: e.to_string() })?;
+        let text = std::fs::read_to_string(&file).map_err(|error| EnvError::Read {
+            path: file.clone(),
+            error,
+        })?;
+        let t = Template::from_json(&text).map_err(|e| EnvError::BadTemplate {
+            source_name: file.display().to_string(),
+            error: e.to_string(),
+        })?;
         return Ok((t, TemplateSource::File(file)));
     }
-    let ann = annotations.map(Path::to_path_buf).unwrap_or_else(|| paths.rooted(ANNOTATIONS_FILE));
+    let ann = annotations
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| paths.rooted(ANNOTATIONS_FILE));
     if ann.exists() {
-        let text = std::fs::read_to_string(&ann).map_err(|error| EnvError::Read { path: ann.clone(), error })?;
-        let bad = |error: String| EnvError::BadTemplate { source_name: ann.display().to_string(), error };
+        let text = std::fs::read_to_string(&ann).map_err(|error| EnvError::Read {
+            path: ann.clone(),
+            error,
+        })?;
+        let bad = |error: String| EnvError::BadTemplate {
+            source_name: ann.display().to_string(),
+            error,
+        };
         let json = crate::annotations::lookup(&text, crate::annotations::TEMPLATE_ANNOTATION)
             .map_err(|e| bad(e.to_string()))?;
         let t = Template::from_json(&json).map_err(|e| bad(e.to_string()))?;
         return Ok((t, TemplateSource::Annotations(ann)));
     }
-    Err(EnvError::NoTemplate { file, annotations: ann })
+    Err(EnvError::NoTemplate {
+        file,
+        annotations: ann,
+    })
 }
 
 #[cfg(test)]
@@ -311,7 +346,10 @@ mod tests {
     use std::collections::HashMap;
 
     fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let m: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let m: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         move |k| m.get(k).cloned()
     }
 
@@ -340,19 +378,33 @@ mod tests {
     fn errors_name_the_variable() {
         let e = ExecutorEnv::parse(env(&[])).unwrap_err();
         assert!(e.to_string().contains("ARGO_POD_NAME"), "{e}");
-        let e = ExecutorEnv::parse(env(&[("ARGO_POD_NAME", "p"), ("ARGO_CONTAINER_RUNTIME_EXECUTOR", "rkt")]))
-            .unwrap_err();
-        assert!(e.to_string().contains("ARGO_CONTAINER_RUNTIME_EXECUTOR") && e.to_string().contains("rkt"), "{e}");
-        let e = ExecutorEnv::parse(env(&[("ARGO_POD_NAME", "p"), ("ARGO_DEADLINE", "tomorrow")])).unwrap_err();
+        let e = ExecutorEnv::parse(env(&[
+            ("ARGO_POD_NAME", "p"),
+            ("ARGO_CONTAINER_RUNTIME_EXECUTOR", "rkt"),
+        ]))
+        .unwrap_err();
+        assert!(
+            e.to_string().contains("ARGO_CONTAINER_RUNTIME_EXECUTOR") && e.to_string().contains("rkt"),
+            "{e}"
+        );
+        let e =
+            ExecutorEnv::parse(env(&[("ARGO_POD_NAME", "p"), ("ARGO_DEADLINE", "tomorrow")])).unwrap_err();
         assert!(e.to_string().contains("ARGO_DEADLINE"), "{e}");
-        let e = ExecutorEnv::parse(env(&[("ARGO_POD_NAME", "p"), ("ARGO_INCLUDE_SCRIPT_OUTPUT", "yes")])).unwrap_err();
+        let e = ExecutorEnv::parse(env(&[
+            ("ARGO_POD_NAME", "p"),
+            ("ARGO_INCLUDE_SCRIPT_OUTPUT", "yes"),
+        ]))
+        .unwrap_err();
         assert!(e.to_string().contains("ARGO_INCLUDE_SCRIPT_OUTPUT"), "{e}");
     }
 
     #[test]
     fn rfc3339() {
         let t = parse_rfc3339("2026-12-02T12:00:00Z").unwrap().unwrap();
-        assert_eq!(t.duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs(), 1_796_212_800);
+        assert_eq!(
+            t.duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs(),
+            1_796_212_800
+        );
         let t2 = parse_rfc3339("2026-12-02T13:00:00.5+01:00").unwrap().unwrap();
         assert_eq!(t2.duration_since(t).unwrap(), Duration::from_millis(500));
         assert!(parse_rfc3339("2026-13-02T12:00:00Z").is_err());
@@ -362,11 +414,21 @@ mod tests {
     fn template_sources_in_order() {
         let d = tempfile::tempdir().unwrap();
         let paths = PodPaths::new(d.path());
-        assert!(matches!(load_template(&paths, env(&[]), None), Err(EnvError::NoTemplate { .. })));
+        assert!(matches!(
+            load_template(&paths, env(&[]), None),
+            Err(EnvError::NoTemplate { .. })
+        ));
         let ann = d.path().join("annotations");
-        std::fs::write(&ann, "workflows.argoproj.io/template=\"{\\\"name\\\":\\\"a\\\"}\"\n").unwrap();
+        std::fs::write(
+            &ann,
+            "workflows.argoproj.io/template=\"{\\\"name\\\":\\\"a\\\"}\"\n",
+        )
+        .unwrap();
         let (t, src) = load_template(&paths, env(&[]), Some(&ann)).unwrap();
-        assert_eq!((t.name.as_str(), src), ("a", TemplateSource::Annotations(ann.clone())));
+        assert_eq!(
+            (t.name.as_str(), src),
+            ("a", TemplateSource::Annotations(ann.clone()))
+        );
         std::fs::create_dir_all(paths.var_run_argo()).unwrap();
         std::fs::write(paths.template_file(), r#"{"name":"f"}"#).unwrap();
         assert_eq!(load_template(&paths, env(&[]), Some(&ann)).unwrap().0.name, "f");

@@ -20,7 +20,13 @@ pub enum ExecutorKind {
 
 impl ExecutorKind {
     /// All kinds, in the order Argo introduced them.
-    pub const ALL: [ExecutorKind; 5] = [Self::Docker, Self::Kubelet, Self::K8sApi, Self::Pns, Self::Emissary];
+    pub const ALL: [ExecutorKind; 5] = [
+        Self::Docker,
+        Self::Kubelet,
+        Self::K8sApi,
+        Self::Pns,
+        Self::Emissary,
+    ];
 
     /// The name Argo uses.
     pub fn as_str(self) -> &'static str {

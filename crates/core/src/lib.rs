@@ -22,7 +22,7 @@ pub mod paths;
 pub mod protocol;
 pub mod template;
 
-pub use env::{ExecutorEnv, EnvError};
+pub use env::{EnvError, ExecutorEnv};
 pub use executor_kind::ExecutorKind;
 pub use paths::PodPaths;
 pub use template::Template;

@@ -96,13 +96,19 @@ impl PodPaths {
 
     /// `/var/run/argo/outputs/parameters/<abs path>`: base-layer parameter copies.
     pub fn staged_parameter(&self, path: &Path) -> PathBuf {
-        self.var_run_argo().join("outputs/parameters").join(relative(path))
+        self.var_run_argo()
+            .join("outputs/parameters")
+            .join(relative(path))
     }
 
     /// `/var/run/argo/outputs/artifacts/<abs path without trailing slash>.tgz`.
     pub fn staged_artifact(&self, path: &Path) -> PathBuf {
         let rel = relative(path);
-        let mut s = self.var_run_argo().join("outputs/artifacts").join(rel).into_os_string();
+        let mut s = self
+            .var_run_argo()
+            .join("outputs/artifacts")
+            .join(rel)
+            .into_os_string();
         s.push(".tgz");
         PathBuf::from(s)
     }
@@ -201,13 +207,22 @@ mod tests {
     #[test]
     fn default_layout_is_argo_layout() {
         let p = PodPaths::default();
-        assert_eq!(p.exitcode_file("main"), Path::new("/var/run/argo/ctr/main/exitcode"));
-        assert_eq!(p.staged_parameter(Path::new("/tmp/x")), Path::new("/var/run/argo/outputs/parameters/tmp/x"));
+        assert_eq!(
+            p.exitcode_file("main"),
+            Path::new("/var/run/argo/ctr/main/exitcode")
+        );
+        assert_eq!(
+            p.staged_parameter(Path::new("/tmp/x")),
+            Path::new("/var/run/argo/outputs/parameters/tmp/x")
+        );
         assert_eq!(
             p.staged_artifact(Path::new("/tmp/dir/")),
             Path::new("/var/run/argo/outputs/artifacts/tmp/dir.tgz")
         );
-        assert_eq!(p.mainctrfs(Path::new("/mnt/vol/a")), Path::new("/mainctrfs/mnt/vol/a"));
+        assert_eq!(
+            p.mainctrfs(Path::new("/mnt/vol/a")),
+            Path::new("/mainctrfs/mnt/vol/a")
+        );
         assert_eq!(p.termination_log(), Path::new("/dev/termination-log"));
     }
 
@@ -215,7 +230,10 @@ mod tests {
     fn rerooted_layout() {
         let p = PodPaths::new("/tmp/root");
         assert_eq!(p.template_file(), Path::new("/tmp/root/var/run/argo/template"));
-        assert_eq!(p.input_artifact("in"), Path::new("/tmp/root/argo/inputs/artifacts/in"));
+        assert_eq!(
+            p.input_artifact("in"),
+            Path::new("/tmp/root/argo/inputs/artifacts/in")
+        );
     }
 
     #[test]

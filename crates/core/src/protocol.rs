@@ -43,10 +43,18 @@ pub fn parse_signal(text: &str) -> Option<i32> {
 /// Any I/O error of the steps above; the temporary file is removed on failure.
 pub fn write_atomic(path: &Path, contents: &[u8], mode: u32) -> io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
     let result = (|| {
-        let mut f = fs::OpenOptions::new().write(true).create(true).truncate(true).mode(mode).open(&tmp)?;
+        let mut f = fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(mode)
+            .open(&tmp)?;
         f.write_all(contents)?;
         f.set_permissions(fs::Permissions::from_mode(mode))?;
         f.sync_all()?;
@@ -86,6 +94,10 @@ mod tests {
         write_atomic(&p, b"0", 0o666).unwrap();
         assert_eq!(fs::read_to_string(&p).unwrap(), "0");
         assert_eq!(fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o666);
-        assert_eq!(fs::read_dir(d.path()).unwrap().count(), 1, "no temp file left behind");
+        assert_eq!(
+            fs::read_dir(d.path()).unwrap().count(),
+            1,
+            "no temp file left behind"
+        );
     }
 }

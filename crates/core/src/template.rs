@@ -14,10 +14,7 @@ pub use container::{
     Container, ContainerNode, ContainerSetRetryStrategy, ContainerSetTemplate, EnvVar, ScriptTemplate,
     UserContainer, VolumeMount,
 };
-pub use io::{
-    ArchiveKind,
-    ArchiveStrategy, Artifact, Inputs, Outputs, Parameter, TarStrategy, ValueFrom,
-};
+pub use io::{ArchiveKind, ArchiveStrategy, Artifact, Inputs, Outputs, Parameter, TarStrategy, ValueFrom};
 pub use location::{ArchiveLocation, ArtifactLocation, LocalArtifact, RawArtifact, S3Artifact};
 
 use serde::{Deserialize, Serialize};
@@ -93,7 +90,9 @@ impl Template {
     /// The names of the main containers: the container-set names, or `["main"]`.
     pub fn main_container_names(&self) -> Vec<String> {
         match &self.container_set {
-            Some(cs) if !cs.containers.is_empty() => cs.containers.iter().map(|c| c.container.name.clone()).collect(),
+            Some(cs) if !cs.containers.is_empty() => {
+                cs.containers.iter().map(|c| c.container.name.clone()).collect()
+            }
             _ => vec![MAIN.to_string()],
         }
     }
@@ -133,8 +132,10 @@ impl Template {
             return false;
         }
         !self.inputs.artifacts.iter().any(|a| {
-            a.path.as_deref().is_some_and(|p| crate::paths::is_under(path, Path::new(p)))
-                && !(a.optional && !a.is_supplied())
+            a.path
+                .as_deref()
+                .is_some_and(|p| crate::paths::is_under(path, Path::new(p)))
+                && (a.is_supplied() || !a.optional)
         })
     }
 
@@ -151,12 +152,19 @@ impl Template {
 
     /// Whether `archiveLocation.archiveLogs` is set.
     pub fn archive_logs(&self) -> bool {
-        self.archive_location.as_ref().and_then(|a| a.archive_logs).unwrap_or(false)
+        self.archive_location
+            .as_ref()
+            .and_then(|a| a.archive_logs)
+            .unwrap_or(false)
     }
 
     /// The container-set node of a named container, if this is a container set.
     pub fn container_set_node(&self, name: &str) -> Option<&ContainerNode> {
-        self.container_set.as_ref()?.containers.iter().find(|c| c.container.name == name)
+        self.container_set
+            .as_ref()?
+            .containers
+            .iter()
+            .find(|c| c.container.name == name)
     }
 }
 

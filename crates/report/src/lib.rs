@@ -69,7 +69,10 @@ impl OutputReporter for FileReporter {
         }
         let body = serde_json::to_vec_pretty(&doc).unwrap_or_default();
         let path = self.path.clone();
-        let err = |source| ReportError::Write { path: path.clone(), source };
+        let err = |source| ReportError::Write {
+            path: path.clone(),
+            source,
+        };
         if let Some(parent) = self.path.parent() {
             tokio::fs::create_dir_all(parent).await.map_err(err)?;
         }

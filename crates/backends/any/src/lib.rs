@@ -18,7 +18,9 @@ use tokio_util::sync::CancellationToken;
 #[derive(Debug, thiserror::Error)]
 pub enum SelectError {
     /// The backend exists in Argo but not (yet) in this build.
-    #[error("the {0} executor is not built yet in this version of argoexec-rs; use emissary (ARGO_CONTAINER_RUNTIME_EXECUTOR=emissary)")]
+    #[error(
+        "the {0} executor is not built yet in this version of argoexec-rs; use emissary (ARGO_CONTAINER_RUNTIME_EXECUTOR=emissary)"
+    )]
     NotBuilt(ExecutorKind),
 }
 
@@ -58,13 +60,23 @@ impl RuntimeExecutor for AnyRuntime {
     async fn get_file_contents(&self, container: &str, path: &Path) -> Result<Vec<u8>, RuntimeError> {
         dispatch!(self, r => r.get_file_contents(container, path).await)
     }
-    async fn copy_file(&self, container: &str, src: &Path, dest: &Path, level: Option<u32>) -> Result<(), RuntimeError> {
+    async fn copy_file(
+        &self,
+        container: &str,
+        src: &Path,
+        dest: &Path,
+        level: Option<u32>,
+    ) -> Result<(), RuntimeError> {
         dispatch!(self, r => r.copy_file(container, src, dest, level).await)
     }
     async fn output_stream(&self, container: &str, kind: StreamKind) -> Result<OutputStream, RuntimeError> {
         dispatch!(self, r => r.output_stream(container, kind).await)
     }
-    async fn wait(&self, containers: &[String], cancel: CancellationToken) -> Result<Vec<ContainerExit>, RuntimeError> {
+    async fn wait(
+        &self,
+        containers: &[String],
+        cancel: CancellationToken,
+    ) -> Result<Vec<ContainerExit>, RuntimeError> {
         dispatch!(self, r => r.wait(containers, cancel).await)
     }
     async fn kill(&self, containers: &[String], grace: Duration) -> Result<(), RuntimeError> {
@@ -81,8 +93,16 @@ mod tests {
     #[test]
     fn unbuilt_backends_say_so() {
         let p = PodPaths::default();
-        assert!(matches!(select(ExecutorKind::Emissary, &p), Ok(AnyRuntime::Emissary(_))));
-        for k in [ExecutorKind::Docker, ExecutorKind::Kubelet, ExecutorKind::K8sApi, ExecutorKind::Pns] {
+        assert!(matches!(
+            select(ExecutorKind::Emissary, &p),
+            Ok(AnyRuntime::Emissary(_))
+        ));
+        for k in [
+            ExecutorKind::Docker,
+            ExecutorKind::Kubelet,
+            ExecutorKind::K8sApi,
+            ExecutorKind::Pns,
+        ] {
             let e = select(k, &p).unwrap_err().to_string();
             assert!(e.contains(k.as_str()) && e.contains("not built yet"), "{e}");
         }

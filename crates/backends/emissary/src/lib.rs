@@ -57,7 +57,11 @@ impl EmissaryExecutor {
     fn signal(&self, name: &str, signum: i32) -> Result<bool, RuntimeError> {
         let dir = self.paths.ctr_dir(name);
         if !dir.is_dir() {
-            tracing::warn!(container = name, signum, "container has not started; cannot signal it");
+            tracing::warn!(
+                container = name,
+                signum,
+                "container has not started; cannot signal it"
+            );
             return Ok(false);
         }
         let path = self.paths.signal_file(name);
@@ -85,15 +89,27 @@ impl RuntimeExecutor for EmissaryExecutor {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities { base_layer_read: true, stdout_only_stream: true, kill_without_shell: true }
+        Capabilities {
+            base_layer_read: true,
+            stdout_only_stream: true,
+            kill_without_shell: true,
+        }
     }
 
     async fn get_file_contents(&self, container: &str, path: &Path) -> Result<Vec<u8>, RuntimeError> {
         let staged = self.paths.staged_parameter(path);
-        tokio::fs::read(&staged).await.map_err(|e| Self::io_error("read staged parameter of", container, &staged, e))
+        tokio::fs::read(&staged)
+            .await
+            .map_err(|e| Self::io_error("read staged parameter of", container, &staged, e))
     }
 
-    async fn copy_file(&self, container: &str, src: &Path, dest: &Path, _level: Option<u32>) -> Result<(), RuntimeError> {
+    async fn copy_file(
+        &self,
+        container: &str,
+        src: &Path,
+        dest: &Path,
+        _level: Option<u32>,
+    ) -> Result<(), RuntimeError> {
         let staged = self.paths.staged_artifact(src);
         tokio::fs::copy(&staged, dest)
             .await
@@ -106,17 +122,28 @@ impl RuntimeExecutor for EmissaryExecutor {
             StreamKind::Stdout => self.paths.stdout_file(container),
             StreamKind::Combined => self.paths.combined_file(container),
         };
-        let f = tokio::fs::File::open(&path).await.map_err(|e| Self::io_error("open output of", container, &path, e))?;
+        let f = tokio::fs::File::open(&path)
+            .await
+            .map_err(|e| Self::io_error("open output of", container, &path, e))?;
         Ok(Box::pin(f))
     }
 
-    async fn wait(&self, containers: &[String], cancel: CancellationToken) -> Result<Vec<ContainerExit>, RuntimeError> {
-        ExitWatcher::new(self.paths.clone()).wait_all(containers, cancel).await
+    async fn wait(
+        &self,
+        containers: &[String],
+        cancel: CancellationToken,
+    ) -> Result<Vec<ContainerExit>, RuntimeError> {
+        ExitWatcher::new(self.paths.clone())
+            .wait_all(containers, cancel)
+            .await
     }
 
     async fn kill(&self, containers: &[String], grace: Duration) -> Result<(), RuntimeError> {
-        let running: Vec<String> =
-            containers.iter().filter(|n| !self.paths.exitcode_file(n).exists()).cloned().collect();
+        let running: Vec<String> = containers
+            .iter()
+            .filter(|n| !self.paths.exitcode_file(n).exists())
+            .cloned()
+            .collect();
         if running.is_empty() {
             return Ok(());
         }
@@ -129,8 +156,11 @@ impl RuntimeExecutor for EmissaryExecutor {
         if signalled.is_empty() || self.wait_timeout(&signalled, grace).await? {
             return Ok(());
         }
-        let stubborn: Vec<String> =
-            signalled.iter().filter(|n| !self.paths.exitcode_file(n).exists()).cloned().collect();
+        let stubborn: Vec<String> = signalled
+            .iter()
+            .filter(|n| !self.paths.exitcode_file(n).exists())
+            .cloned()
+            .collect();
         tracing::warn!(containers = ?stubborn, grace_s = grace.as_secs_f64(), "still running after SIGTERM; sending SIGKILL");
         for name in &stubborn {
             self.signal(name, 9)?;
@@ -155,7 +185,11 @@ impl RuntimeExecutor for EmissaryExecutor {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(names),
             Err(e) => return Err(Self::io_error("list containers under", "", &root, e)),
         };
-        while let Some(entry) = rd.next_entry().await.map_err(|e| Self::io_error("list containers under", "", &root, e))? {
+        while let Some(entry) = rd
+            .next_entry()
+            .await
+            .map_err(|e| Self::io_error("list containers under", "", &root, e))?
+        {
             if entry.file_type().await.is_ok_and(|t| t.is_dir()) {
                 names.push(entry.file_name().to_string_lossy().into_owned());
             }

@@ -19,13 +19,20 @@ async fn wait_notices_exitcode_written_later() {
         tokio::task::yield_now().await;
         for n in ["main", "b"] {
             protocol::create_shared_dir(&p2.ctr_dir(n)).unwrap();
-            protocol::write_atomic(&p2.exitcode_file(n), if n == "main" { b"3" } else { b"0" }, 0o666).unwrap();
+            protocol::write_atomic(&p2.exitcode_file(n), if n == "main" { b"3" } else { b"0" }, 0o666)
+                .unwrap();
         }
     });
     let start = Instant::now();
     let exits = ex.wait(&names, CancellationToken::new()).await.unwrap();
     writer.await.unwrap();
-    assert_eq!(exits[0], ContainerExit { name: "main".into(), exit_code: Some(3) });
+    assert_eq!(
+        exits[0],
+        ContainerExit {
+            name: "main".into(),
+            exit_code: Some(3)
+        }
+    );
     assert_eq!(exits[1].exit_code, Some(0));
     assert!(start.elapsed() < Duration::from_secs(5));
 }
@@ -48,11 +55,18 @@ async fn staged_outputs_and_not_found() {
     std::fs::write(paths.staged_parameter(p), "v\n").unwrap();
     assert_eq!(ex.get_file_contents("main", p).await.unwrap(), b"v\n");
     let dest = paths.root().join("a.tgz");
-    assert!(ex.copy_file("main", Path::new("/tmp/dir/"), &dest, None).await.unwrap_err().is_not_found());
+    assert!(
+        ex.copy_file("main", Path::new("/tmp/dir/"), &dest, None)
+            .await
+            .unwrap_err()
+            .is_not_found()
+    );
     let staged = paths.staged_artifact(Path::new("/tmp/dir"));
     std::fs::create_dir_all(staged.parent().unwrap()).unwrap();
     std::fs::write(&staged, b"tgz").unwrap();
-    ex.copy_file("main", Path::new("/tmp/dir/"), &dest, Some(1)).await.unwrap();
+    ex.copy_file("main", Path::new("/tmp/dir/"), &dest, Some(1))
+        .await
+        .unwrap();
     assert_eq!(std::fs::read(&dest).unwrap(), b"tgz");
 }
 
@@ -64,18 +78,21 @@ async fn kill_escalates_to_sigkill() {
     let p2 = paths.clone();
     let fake = tokio::spawn(async move {
         loop {
-            if let Ok(s) = std::fs::read_to_string(p2.signal_file("side")) {
-                if s == "9" {
-                    protocol::write_atomic(&p2.exitcode_file("side"), b"137", 0o666).unwrap();
-                    return;
-                }
+            if std::fs::read_to_string(p2.signal_file("side")).is_ok_and(|s| s == "9") {
+                protocol::write_atomic(&p2.exitcode_file("side"), b"137", 0o666).unwrap();
+                return;
             }
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
     });
-    ex.kill(&["side".to_string()], Duration::from_millis(200)).await.unwrap();
+    ex.kill(&["side".to_string()], Duration::from_millis(200))
+        .await
+        .unwrap();
     fake.await.unwrap();
-    assert_eq!(std::fs::read_to_string(paths.exitcode_file("side")).unwrap(), "137");
+    assert_eq!(
+        std::fs::read_to_string(paths.exitcode_file("side")).unwrap(),
+        "137"
+    );
 }
 
 #[tokio::test]

@@ -41,7 +41,11 @@ impl ExitWatcher {
     ///
     /// # Errors
     /// `Cancelled` when `cancel` fires first.
-    pub async fn wait_all(&self, names: &[String], cancel: CancellationToken) -> Result<Vec<ContainerExit>, RuntimeError> {
+    pub async fn wait_all(
+        &self,
+        names: &[String],
+        cancel: CancellationToken,
+    ) -> Result<Vec<ContainerExit>, RuntimeError> {
         let root = self.paths.ctr_root();
         if let Err(e) = protocol::create_shared_dir(&root) {
             tracing::debug!(error = %e, dir = %root.display(), "cannot create ctr dir; waiting for the wrappers to");
@@ -59,13 +63,21 @@ impl ExitWatcher {
         loop {
             if let Some(s) = stream.as_mut() {
                 if !root_watched {
-                    root_watched = s.watches().add(&root, WatchMask::CREATE | WatchMask::MOVED_TO | WatchMask::ONLYDIR).is_ok();
+                    root_watched = s
+                        .watches()
+                        .add(
+                            &root,
+                            WatchMask::CREATE | WatchMask::MOVED_TO | WatchMask::ONLYDIR,
+                        )
+                        .is_ok();
                 }
                 for n in names {
                     let dir = self.paths.ctr_dir(n);
                     if !watched.contains(n)
                         && dir.is_dir()
-                        && s.watches().add(&dir, WatchMask::CLOSE_WRITE | WatchMask::MOVED_TO).is_ok()
+                        && s.watches()
+                            .add(&dir, WatchMask::CLOSE_WRITE | WatchMask::MOVED_TO)
+                            .is_ok()
                     {
                         watched.insert(n.clone());
                     }
@@ -73,17 +85,24 @@ impl ExitWatcher {
             }
             // Scan after (re-)arming the watches so an exit between the two is not missed.
             for (i, n) in names.iter().enumerate() {
-                if done[i].is_none() {
-                    if let Some(code) = self.read_exit(n) {
-                        tracing::debug!(container = %n, exit_code = ?code, "container exited");
-                        done[i] = Some(ContainerExit { name: n.clone(), exit_code: code });
-                    }
+                if done[i].is_none()
+                    && let Some(code) = self.read_exit(n)
+                {
+                    tracing::debug!(container = %n, exit_code = ?code, "container exited");
+                    done[i] = Some(ContainerExit {
+                        name: n.clone(),
+                        exit_code: code,
+                    });
                 }
             }
             if done.iter().all(Option::is_some) {
                 return Ok(done.into_iter().flatten().collect());
             }
-            let tick = if stream.is_some() { SAFETY_SCAN } else { FALLBACK_SCAN };
+            let tick = if stream.is_some() {
+                SAFETY_SCAN
+            } else {
+                FALLBACK_SCAN
+            };
             tokio::select! {
                 _ = cancel.cancelled() => {
                     return Err(RuntimeError::new(ErrorKind::Cancelled, ExecutorKind::Emissary, "wait for", names.join(","), "cancelled"));

@@ -137,7 +137,10 @@ impl ContainerSetRetryStrategy {
 
     /// The delay between attempts (zero when absent or unparsable).
     pub fn delay(&self) -> std::time::Duration {
-        self.duration.as_deref().and_then(parse_go_duration).unwrap_or_default()
+        self.duration
+            .as_deref()
+            .and_then(parse_go_duration)
+            .unwrap_or_default()
     }
 }
 
@@ -171,13 +174,17 @@ pub fn parse_go_duration(s: &str) -> Option<std::time::Duration> {
         return None;
     }
     while !rest.is_empty() {
-        let num_end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
+        let num_end = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
         if num_end == 0 {
             return None;
         }
         let n: f64 = rest[..num_end].parse().ok()?;
         rest = &rest[num_end..];
-        let unit_end = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
+        let unit_end = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
         let scale = match &rest[..unit_end] {
             "ns" => 1e-9,
             "us" | "µs" => 1e-6,

@@ -133,7 +133,10 @@ impl Artifact {
 
     /// The resolved archive strategy (tar+gzip when absent).
     pub fn archive_kind(&self) -> ArchiveKind {
-        self.archive.as_ref().map(ArchiveStrategy::kind).unwrap_or(ArchiveKind::TarGz(None))
+        self.archive
+            .as_ref()
+            .map(ArchiveStrategy::kind)
+            .unwrap_or(ArchiveKind::TarGz(None))
     }
 }
 

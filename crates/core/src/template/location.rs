@@ -56,8 +56,19 @@ pub struct ArtifactLocation {
 }
 
 /// Location kinds Argo knows; used to tell "has a location" from "only metadata".
-pub const KNOWN_KINDS: &[&str] =
-    &["raw", "local", "s3", "gcs", "azure", "http", "git", "hdfs", "oss", "artifactory", "plugin"];
+pub const KNOWN_KINDS: &[&str] = &[
+    "raw",
+    "local",
+    "s3",
+    "gcs",
+    "azure",
+    "http",
+    "git",
+    "hdfs",
+    "oss",
+    "artifactory",
+    "plugin",
+];
 
 impl ArtifactLocation {
     /// True when some location kind is present.
@@ -87,7 +98,11 @@ impl ArtifactLocation {
     pub fn child(&self, file_name: &str) -> Option<ArtifactLocation> {
         let join = |base: &str| {
             let base = base.trim_end_matches('/');
-            if base.is_empty() { file_name.to_string() } else { format!("{base}/{file_name}") }
+            if base.is_empty() {
+                file_name.to_string()
+            } else {
+                format!("{base}/{file_name}")
+            }
         };
         if let Some(l) = &self.local {
             return Some(ArtifactLocation {
@@ -97,7 +112,10 @@ impl ArtifactLocation {
         }
         if let Some(s3) = &self.s3 {
             return Some(ArtifactLocation {
-                s3: Some(S3Artifact { key: join(&s3.key), extra: s3.extra.clone() }),
+                s3: Some(S3Artifact {
+                    key: join(&s3.key),
+                    extra: s3.extra.clone(),
+                }),
                 ..Default::default()
             });
         }

@@ -70,17 +70,34 @@ fn container_set_names_and_retry() {
 
 #[test]
 fn go_durations() {
-    assert_eq!(container::parse_go_duration("1m0s"), Some(std::time::Duration::from_secs(60)));
-    assert_eq!(container::parse_go_duration("300ms"), Some(std::time::Duration::from_millis(300)));
-    assert_eq!(container::parse_go_duration("2h1s"), Some(std::time::Duration::from_secs(7201)));
+    assert_eq!(
+        container::parse_go_duration("1m0s"),
+        Some(std::time::Duration::from_secs(60))
+    );
+    assert_eq!(
+        container::parse_go_duration("300ms"),
+        Some(std::time::Duration::from_millis(300))
+    );
+    assert_eq!(
+        container::parse_go_duration("2h1s"),
+        Some(std::time::Duration::from_secs(7201))
+    );
     assert_eq!(container::parse_go_duration("abc"), None);
     assert_eq!(container::parse_go_duration(""), None);
 }
 
 #[test]
 fn child_location_derives_key() {
-    let loc = ArtifactLocation { local: Some(LocalArtifact { path: "/repo/wf/pod/".into() }), ..Default::default() };
-    assert_eq!(loc.child("a.tgz").unwrap().local.unwrap().path, "/repo/wf/pod/a.tgz");
+    let loc = ArtifactLocation {
+        local: Some(LocalArtifact {
+            path: "/repo/wf/pod/".into(),
+        }),
+        ..Default::default()
+    };
+    assert_eq!(
+        loc.child("a.tgz").unwrap().local.unwrap().path,
+        "/repo/wf/pod/a.tgz"
+    );
     let s3: ArtifactLocation = serde_json::from_str(r#"{"s3": {"key": "wf/pod", "bucket": "b"}}"#).unwrap();
     let c = s3.child("x.tgz").unwrap();
     assert_eq!(c.s3.as_ref().unwrap().key, "wf/pod/x.tgz");

@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Run every test of the workspace (the README's test command). Does its own setup.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+# Two test threads: the machine has 2 cores and the e2e tests spawn real processes.
+cargo test --workspace --locked -- --test-threads=2
