@@ -1,1 +1,56 @@
-fn main() {}
+//! The `argoexec` binary: parse the command line, set up logging, dispatch.
+//!
+//! Exit codes: a command's own code (the emissary passes the child's through); **64** for any
+//! executor failure, with the message also written to `/dev/termination-log`.
+
+mod commands;
+mod logging;
+
+use clap::{Parser, Subcommand};
+
+/// Argo Workflows pod executor, in Rust.
+#[derive(Debug, Parser)]
+#[command(name = "argoexec", version, about)]
+struct Cli {
+    /// Log level: error, warn, info, debug, trace.
+    #[arg(long, global = true, default_value = "info")]
+    loglevel: String,
+    /// Log format.
+    #[arg(long, global = true, value_enum, default_value_t = logging::Format::Text)]
+    log_format: logging::Format,
+    /// Ignored; accepted for compatibility with Argo's controller (glog verbosity).
+    #[arg(long, global = true, default_value_t = 0, hide = true)]
+    gloglevel: i32,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Prepare the pod: install the emissary, stage the script, load input artifacts.
+    Init(commands::init::Args),
+    /// Wait for the main container(s), then capture and report outputs.
+    Wait(commands::wait::Args),
+    /// Run a command as the emissary wrapper (PID 1 of the user container).
+    Emissary(commands::emissary::Args),
+    /// Send a signal to a process: `argoexec kill SIGNUM PID`.
+    Kill(commands::kill::Args),
+    /// Print the version.
+    Version,
+}
+
+fn main() {
+    let cli = Cli::parse();
+    logging::init(&cli.loglevel, cli.log_format);
+    let code = match cli.command {
+        Command::Init(a) => commands::init::run(a),
+        Command::Wait(a) => commands::wait::run(a),
+        Command::Emissary(a) => commands::emissary::run(a),
+        Command::Kill(a) => commands::kill::run(a),
+        Command::Version => {
+            println!("argoexec {} (argoexec-rs)", env!("CARGO_PKG_VERSION"));
+            0
+        }
+    };
+    std::process::exit(code);
+}

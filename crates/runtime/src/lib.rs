@@ -86,7 +86,14 @@ impl RuntimeError {
         container: impl Into<String>,
         message: impl Into<String>,
     ) -> Self {
-        Self { kind, backend, action, container: container.into(), message: message.into(), source: None }
+        Self {
+            kind,
+            backend,
+            action,
+            container: container.into(),
+            message: message.into(),
+            source: None,
+        }
     }
 
     /// Attach a source error.
@@ -172,7 +179,11 @@ pub trait RuntimeExecutor: Send + Sync {
     ///
     /// # Errors
     /// Every container that could not be stopped, aggregated.
-    fn kill(&self, containers: &[String], grace: Duration) -> impl Future<Output = Result<(), RuntimeError>> + Send;
+    fn kill(
+        &self,
+        containers: &[String],
+        grace: Duration,
+    ) -> impl Future<Output = Result<(), RuntimeError>> + Send;
 
     /// Names of every container this backend can see in the pod.
     ///

@@ -1,1 +1,122 @@
-//! The emissary wrapper: PID 1 in the user container.
+//! The emissary wrapper (`argoexec emissary -- CMD ARGS…`), PID 1 of every user container.
+//!
+//! Entry point: [`run`]. Everything is blocking and single threaded: one `poll(2)` loop
+//! ([`reactor`]) multiplexes a signalfd, an inotify descriptor and the child's output pipes,
+//! so the wrapper needs no async runtime and stays at a couple of MiB of memory.
+//!
+//! The file protocol under `/var/run/argo/ctr/<name>/` is Argo's (argo-executors.md §3.5),
+//! with v3.4+ semantics:
+//! * the directory is created with mode 0777 under umask 0 (the child inherits the umask);
+//! * `exitcode` is written atomically on every exit path once `ARGO_CONTAINER_NAME` is
+//!   known — the child's code, 128 + N for a signal death, 64 for a wrapper failure — and
+//!   always after `main`'s base-layer outputs are staged ([`stage`]);
+//! * a wrapper failure's message goes to stderr and is appended to the termination log.
+//!
+//! Modules: [`spawn`] (PATH lookup, process group, OOM preference, reaping), [`signals`]
+//! (signalfd, forwarding), [`tee`] (output fan-out), [`control`] (signal/pause/dependency
+//! files), [`reactor`] (the poll loop), [`stage`] (outputs), [`error`]. The phases of a run
+//! are in `supervise.rs`.
+
+pub mod control;
+pub mod error;
+pub mod reactor;
+pub mod signals;
+pub mod spawn;
+pub mod stage;
+mod supervise;
+mod sys;
+pub mod tee;
+
+pub use error::SupervisorError;
+
+use argoexec_core::{PodPaths, exit, protocol};
+use error::Stop;
+use signals::Signals;
+use std::ffi::OsString;
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::panic::AssertUnwindSafe;
+
+/// What the wrapper needs from its caller.
+#[derive(Debug, Clone)]
+pub struct SupervisorOptions {
+    /// The in-pod path layout.
+    pub paths: argoexec_core::PodPaths,
+    /// The command and its arguments (everything after `--`).
+    pub command: Vec<OsString>,
+}
+
+/// Run the wrapper to completion and return the process exit code.
+///
+/// Must be called before the process starts any other thread: signals are blocked in the
+/// calling thread only.
+pub fn run(opts: SupervisorOptions) -> i32 {
+    let SupervisorOptions { paths, command } = opts;
+    let name = match std::env::var("ARGO_CONTAINER_NAME") {
+        Ok(n) if !n.is_empty() => n,
+        _ => return report_failure(&paths, &SupervisorError::MissingContainerName),
+    };
+    nix::sys::stat::umask(nix::sys::stat::Mode::empty());
+    // Block signals before the directory announces "started": from then on a SIGTERM is an
+    // event to handle (exit code file included), not the default instant death.
+    let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        let signals = Signals::block_all()?;
+        prepare_and_execute(&paths, &name, &command, signals)
+    }));
+    let code = match outcome {
+        Ok(Ok(code)) => code,
+        Ok(Err(Stop::Signalled(n))) => exit::signalled(n),
+        Ok(Err(Stop::Failed(e))) => report_failure(&paths, &e),
+        Err(panic) => {
+            let msg = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "panic".into());
+            report_failure(&paths, &SupervisorError::Internal(msg))
+        }
+    };
+    let file = paths.exitcode_file(&name);
+    if let Err(e) = protocol::write_atomic(&file, code.to_string().as_bytes(), 0o666) {
+        tracing::error!("failed to write {}: {e}", file.display());
+    }
+    code
+}
+
+/// Create the container directory, load the template, and run the phases.
+fn prepare_and_execute(
+    paths: &PodPaths,
+    name: &str,
+    command: &[OsString],
+    signals: Signals,
+) -> Result<i32, Stop> {
+    let dir = paths.ctr_dir(name);
+    protocol::create_shared_dir(&dir).map_err(|source| SupervisorError::CtrDir {
+        path: dir.clone(),
+        source,
+    })?;
+    let (template, source) = argoexec_core::env::load_template(paths, |k| std::env::var(k).ok(), None)
+        .map_err(SupervisorError::Template)?;
+    tracing::debug!(?source, container = name, "loaded the template");
+    supervise::execute(paths, name, &template, command, signals)
+}
+
+/// Print a wrapper failure, append it to the termination log, and return 64.
+fn report_failure(paths: &PodPaths, e: &SupervisorError) -> i32 {
+    let msg = e.to_string();
+    tracing::error!("{msg}");
+    eprintln!("{msg}");
+    let log = paths.termination_log();
+    if let Some(dir) = log.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o666)
+        .open(&log)
+    {
+        let _ = f.write_all(msg.as_bytes());
+    }
+    exit::EXECUTOR_FAILURE
+}

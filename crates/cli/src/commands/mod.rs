@@ -1,0 +1,48 @@
+//! One module per subcommand, plus the shared failure path ([`fail`]).
+
+pub mod emissary;
+pub mod init;
+pub mod kill;
+pub mod wait;
+
+use argoexec_core::PodPaths;
+use argoexec_core::exit::EXECUTOR_FAILURE;
+
+/// Report an executor failure: log it, write it to the termination log, return exit 64.
+pub fn fail(paths: &PodPaths, err: &anyhow::Error) -> i32 {
+    let message = format!("{err:#}");
+    tracing::error!(error = %message, "executor failed");
+    eprintln!("argoexec: {message}");
+    let path = paths.termination_log();
+    if let Some(parent) = path.parent() {
+        let _ = std::fs::create_dir_all(parent);
+    }
+    let _ = std::fs::write(&path, &message);
+    EXECUTOR_FAILURE
+}
+
+/// A tokio runtime for init and wait.
+pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?)
+}
+
+/// Parse the environment contract and load the template: the bootstrap shared by init and
+/// wait (`--pod-annotations` only matters for ≤ v3.1 pods).
+pub fn bootstrap(
+    paths: &PodPaths,
+    annotations: Option<&std::path::Path>,
+) -> anyhow::Result<argoexec_flows::StepContext> {
+    use anyhow::Context;
+    let env = argoexec_core::ExecutorEnv::from_env().context("bad executor environment")?;
+    let (template, source) = argoexec_core::env::load_template(paths, |k| std::env::var(k).ok(), annotations)
+        .context("cannot load the template")?;
+    tracing::debug!(?source, template = %template.name, "loaded template");
+    Ok(argoexec_flows::StepContext {
+        paths: paths.clone(),
+        env,
+        template,
+    })
+}

@@ -1,0 +1,58 @@
+//! `argoexec wait`.
+//!
+//! SIGTERM (and SIGINT) cancel the wait, not the process: the flow then stops the main
+//! containers and still captures and reports outputs before exiting.
+//! The local reporter writes to `ARGOEXEC_REPORT_FILE`, or `/var/run/argo/outputs.json`.
+
+use argoexec_core::PodPaths;
+use argoexec_report::FileReporter;
+use tokio_util::sync::CancellationToken;
+
+/// Where the local reporter writes when `ARGOEXEC_REPORT_FILE` is unset.
+const REPORT_ENV: &str = "ARGOEXEC_REPORT_FILE";
+
+/// Arguments of `argoexec wait`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The ≤ v3.1 downward-API annotations file.
+    #[arg(long)]
+    pub pod_annotations: Option<std::path::PathBuf>,
+}
+
+/// Run wait; returns the exit code.
+pub fn run(args: Args) -> i32 {
+    let paths = PodPaths::from_env();
+    nix::sys::stat::umask(nix::sys::stat::Mode::empty());
+    let r = (|| -> anyhow::Result<i32> {
+        let ctx = super::bootstrap(&paths, args.pod_annotations.as_deref())?;
+        let runtime = argoexec_backends::select(ctx.env.runtime_executor, &paths)?;
+        let report_path = std::env::var_os(REPORT_ENV)
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| paths.var_run_argo().join("outputs.json"));
+        let reporter = FileReporter::new(report_path);
+        super::runtime()?.block_on(async {
+            let terminate = CancellationToken::new();
+            let t2 = terminate.clone();
+            tokio::spawn(async move {
+                use tokio::signal::unix::{SignalKind, signal};
+                let (Ok(mut term), Ok(mut int)) =
+                    (signal(SignalKind::terminate()), signal(SignalKind::interrupt()))
+                else {
+                    return;
+                };
+                tokio::select! { _ = term.recv() => {}, _ = int.recv() => {} }
+                tracing::info!("received a termination signal; stopping main and capturing outputs");
+                t2.cancel();
+            });
+            let out = argoexec_flows::wait::run(&ctx, &runtime, &reporter, terminate).await;
+            match out.errors.into_iter().next() {
+                None => Ok(0),
+                Some(e) => Err(anyhow::Error::new(e)),
+            }
+        })
+    })();
+    match r {
+        Ok(c) => c,
+        Err(e) => super::fail(&paths, &e),
+    }
+}

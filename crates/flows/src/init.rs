@@ -1,0 +1,176 @@
+//! `argoexec init`: prepare the pod before the main container starts.
+//!
+//! 1. Emissary only: copy this binary to `/var/run/argo/argoexec` (0555) and write the
+//!    template to `/var/run/argo/template` (0444), both atomically.
+//! 2. Stage a script template's source at `/argo/staging/script` (0644).
+//! 3. Load every input artifact: optional unsupplied ones are skipped, required ones must be
+//!    supplied; paths overlapping a user volume are written through `/mainctrfs`, the others
+//!    to `/argo/inputs/artifacts/<name>` (which main mounts by subPath); archives are unpacked
+//!    by the rules of [`argoexec_archive::unpack_input`]; `mode`/`recurseMode` are applied.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use argoexec_archive::Strategy;
+use argoexec_artifacts::{AnyDriver, ArtifactDriver};
+use argoexec_core::ExecutorKind;
+use argoexec_core::protocol::write_atomic;
+use argoexec_core::template::Artifact;
+
+use crate::{FlowError, StepContext, blocking};
+
+/// Run the init flow. `self_exe` is the binary to copy for the emissary.
+///
+/// # Errors
+/// The first failure; the caller writes it to the termination log.
+pub async fn run(ctx: &StepContext, self_exe: &Path) -> Result<(), FlowError> {
+    if ctx.env.runtime_executor == ExecutorKind::Emissary {
+        install_emissary(ctx, self_exe).await?;
+    }
+    stage_script(ctx).await?;
+    for art in &ctx.template.inputs.artifacts {
+        load_artifact(ctx, art).await?;
+    }
+    Ok(())
+}
+
+async fn install_emissary(ctx: &StepContext, self_exe: &Path) -> Result<(), FlowError> {
+    let dir = ctx.paths.var_run_argo();
+    tokio::fs::create_dir_all(&dir)
+        .await
+        .map_err(|e| FlowError::io("create", &dir, e))?;
+    let dest = ctx.paths.argoexec_copy();
+    let tmp = dir.join(".argoexec.tmp");
+    tokio::fs::copy(self_exe, &tmp)
+        .await
+        .map_err(|e| FlowError::io("copy argoexec to", &tmp, e))?;
+    tokio::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o555))
+        .await
+        .map_err(|e| FlowError::io("chmod", &tmp, e))?;
+    tokio::fs::rename(&tmp, &dest)
+        .await
+        .map_err(|e| FlowError::io("rename into", &dest, e))?;
+    let tpl = ctx.paths.template_file();
+    write_atomic(&tpl, ctx.template.to_json().as_bytes(), 0o444)
+        .map_err(|e| FlowError::io("write", &tpl, e))?;
+    tracing::info!(binary = %dest.display(), template = %tpl.display(), "installed the emissary");
+    Ok(())
+}
+
+async fn stage_script(ctx: &StepContext) -> Result<(), FlowError> {
+    let Some(script) = &ctx.template.script else {
+        return Ok(());
+    };
+    let path = ctx.paths.staging_script();
+    if let Some(parent) = path.parent() {
+        tokio::fs::create_dir_all(parent)
+            .await
+            .map_err(|e| FlowError::io("create", parent, e))?;
+    }
+    write_atomic(&path, script.source.as_bytes(), 0o644)
+        .map_err(|e| FlowError::io("stage script at", &path, e))
+}
+
+/// Where init writes an input artifact.
+pub fn input_destination(ctx: &StepContext, art: &Artifact) -> Option<PathBuf> {
+    let path = Path::new(art.path.as_deref()?);
+    Some(if ctx.template.overlapping_volume(path).is_some() {
+        ctx.paths.mainctrfs(path)
+    } else {
+        ctx.paths.input_artifact(&art.name)
+    })
+}
+
+async fn load_artifact(ctx: &StepContext, art: &Artifact) -> Result<(), FlowError> {
+    let fail = |message: String| FlowError::InputArtifact {
+        name: art.name.clone(),
+        message,
+    };
+    if !art.is_supplied() {
+        if art.optional {
+            tracing::info!(artifact = %art.name, "optional input artifact not supplied; skipping");
+            return Ok(());
+        }
+        return Err(fail("required artifact not supplied".into()));
+    }
+    let dest = input_destination(ctx, art).ok_or_else(|| fail("input artifact has no path".into()))?;
+    let driver = AnyDriver::for_location(&art.location).map_err(|e| fail(e.to_string()))?;
+    let download = sibling(&dest, ".download");
+    let _ = tokio::fs::remove_file(&download).await;
+    if let Err(e) = driver.load(&art.location, &download).await {
+        if e.is_not_found() && art.optional {
+            tracing::warn!(artifact = %art.name, error = %e, "optional input artifact not found; skipping");
+            return Ok(());
+        }
+        return Err(fail(e.to_string()));
+    }
+    let strategy = match &art.archive {
+        None => Strategy::Auto,
+        Some(a) if a.none.is_some() && a.tar.is_none() => Strategy::None,
+        Some(a) if a.zip.is_some() && a.tar.is_none() => Strategy::Zip,
+        Some(_) => Strategy::Tar,
+    };
+    let (mode, recurse) = (art.mode, art.recurse_mode.unwrap_or(false));
+    let name = art.name.clone();
+    blocking(move || {
+        let is_dir = std::fs::symlink_metadata(&download)
+            .map(|m| m.is_dir())
+            .unwrap_or(false);
+        if is_dir {
+            place_dir(&download, &dest)?;
+        } else {
+            argoexec_archive::unpack_input(&download, &dest, strategy).map_err(|e| {
+                FlowError::InputArtifact {
+                    name: name.clone(),
+                    message: e.to_string(),
+                }
+            })?;
+        }
+        if let Some(mode) = mode {
+            chmod(&dest, mode, recurse)?;
+        }
+        tracing::info!(artifact = %name, dest = %dest.display(), "loaded input artifact");
+        Ok(())
+    })
+    .await
+}
+
+fn sibling(p: &Path, suffix: &str) -> PathBuf {
+    let mut s = p.as_os_str().to_owned();
+    s.push(suffix);
+    PathBuf::from(s)
+}
+
+/// Move a downloaded directory into place; an existing empty directory (a mount point) is
+/// filled instead of replaced.
+fn place_dir(src: &Path, dest: &Path) -> Result<(), FlowError> {
+    if let Some(parent) = dest.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| FlowError::io("create", parent, e))?;
+    }
+    if dest.is_dir() {
+        for e in std::fs::read_dir(src).map_err(|e| FlowError::io("read", src, e))? {
+            let e = e.map_err(|e| FlowError::io("read", src, e))?;
+            let to = dest.join(e.file_name());
+            std::fs::rename(e.path(), &to).map_err(|e| FlowError::io("move into", &to, e))?;
+        }
+        std::fs::remove_dir(src).map_err(|e| FlowError::io("remove", src, e))
+    } else {
+        std::fs::rename(src, dest).map_err(|e| FlowError::io("move into", dest, e))
+    }
+}
+
+fn chmod(path: &Path, mode: u32, recurse: bool) -> Result<(), FlowError> {
+    let meta = std::fs::symlink_metadata(path).map_err(|e| FlowError::io("stat", path, e))?;
+    if meta.file_type().is_symlink() {
+        return Ok(());
+    }
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+        .map_err(|e| FlowError::io("chmod", path, e))?;
+    if recurse && meta.is_dir() {
+        for e in std::fs::read_dir(path).map_err(|e| FlowError::io("read", path, e))? {
+            let e = e.map_err(|e| FlowError::io("read", path, e))?;
+            chmod(&e.path(), mode, true)?;
+        }
+    }
+    Ok(())
+}

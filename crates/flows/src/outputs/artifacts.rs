@@ -1,0 +1,192 @@
+//! Output artifacts: stage, archive by strategy, upload, report with the final location.
+//!
+//! - Volume path (`/mainctrfs` mirror): `tar` → tar.gz at the requested level; `none` → the
+//!   file or directory as is; `zip` → a zip.
+//! - Base-layer path: the seam's `copy_file` produces a tar.gz; for `none`/`zip` it is
+//!   unpacked in the staging dir (a single file keeps its basename, for mime detection) and,
+//!   for `zip`, re-zipped.
+//! - A missing optional artifact is skipped with a warning; a missing required one fails.
+//! - The location is the artifact's own, else `<archiveLocation key>/<file name>`.
+
+use std::path::{Path, PathBuf};
+
+use argoexec_artifacts::{AnyDriver, ArtifactDriver};
+use argoexec_core::template::{ArchiveKind, Artifact, ArtifactLocation, MAIN};
+use argoexec_runtime::RuntimeExecutor;
+
+use crate::{FlowError, StepContext, blocking};
+
+/// Why an artifact was not staged.
+enum Skip {
+    Missing(String),
+    Failed(FlowError),
+}
+
+/// Save every output artifact. Returns the reported artifacts and the errors.
+pub async fn save<R: RuntimeExecutor>(ctx: &StepContext, runtime: &R) -> (Vec<Artifact>, Vec<FlowError>) {
+    let mut saved = Vec::new();
+    let mut errors = Vec::new();
+    for art in &ctx.template.outputs.artifacts {
+        let Some(path) = art.path.clone() else { continue };
+        match save_one(ctx, runtime, art, Path::new(&path)).await {
+            Ok(a) => saved.push(a),
+            Err(Skip::Missing(why)) if art.optional => {
+                tracing::warn!(artifact = %art.name, %path, reason = %why, "optional output artifact not found; skipping");
+            }
+            Err(Skip::Missing(why)) => errors.push(FlowError::OutputArtifact {
+                name: art.name.clone(),
+                message: format!("required artifact not found at {path}: {why}"),
+            }),
+            Err(Skip::Failed(e)) => errors.push(e),
+        }
+    }
+    (saved, errors)
+}
+
+async fn save_one<R: RuntimeExecutor>(
+    ctx: &StepContext,
+    runtime: &R,
+    art: &Artifact,
+    path: &Path,
+) -> Result<Artifact, Skip> {
+    let fail = |message: String| {
+        Skip::Failed(FlowError::OutputArtifact {
+            name: art.name.clone(),
+            message,
+        })
+    };
+    let staging = ctx.paths.output_artifact_staging();
+    tokio::fs::create_dir_all(&staging)
+        .await
+        .map_err(|e| Skip::Failed(FlowError::io("create", &staging, e)))?;
+    let kind = art.archive_kind();
+    let staged = if ctx.template.is_base_layer_path(path) {
+        let tgz = staging.join(format!("{}.tgz", art.name));
+        runtime
+            .copy_file(MAIN, path, &tgz, level(kind))
+            .await
+            .map_err(|e| {
+                if e.is_not_found() {
+                    Skip::Missing(e.to_string())
+                } else {
+                    Skip::Failed(e.into())
+                }
+            })?;
+        match kind {
+            ArchiveKind::TarGz(_) => tgz,
+            ArchiveKind::None | ArchiveKind::Zip => {
+                let name = art.name.clone();
+                let st = staging.clone();
+                blocking(move || repack_base_layer(&tgz, &st, &name, kind))
+                    .await
+                    .map_err(Skip::Failed)?
+            }
+        }
+    } else {
+        let src = ctx.paths.mainctrfs(path);
+        if tokio::fs::symlink_metadata(&src).await.is_err() {
+            return Err(Skip::Missing(format!("{} does not exist", path.display())));
+        }
+        let name = art.name.clone();
+        let st = staging.clone();
+        blocking(move || archive_volume_path(&src, &st, &name, kind))
+            .await
+            .map_err(Skip::Failed)?
+    };
+    let file_name = staged
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let location = destination(ctx, art, &file_name).map_err(fail)?;
+    let driver = AnyDriver::for_location(&location).map_err(|e| fail(e.to_string()))?;
+    driver
+        .save(&staged, &location)
+        .await
+        .map_err(|e| fail(format!("upload: {e}")))?;
+    tracing::info!(artifact = %art.name, file = %file_name, "saved output artifact");
+    let mut reported = art.clone();
+    reported.location = location;
+    Ok(reported)
+}
+
+fn level(kind: ArchiveKind) -> Option<u32> {
+    match kind {
+        ArchiveKind::TarGz(l) => l.map(|l| argoexec_archive::gzip_level(Some(l))),
+        _ => Some(0),
+    }
+}
+
+/// The artifact's own location, or one derived from the template's archive location.
+fn destination(ctx: &StepContext, art: &Artifact, file_name: &str) -> Result<ArtifactLocation, String> {
+    if art.location.has_location() {
+        return Ok(art.location.clone());
+    }
+    let arch = ctx
+        .template
+        .archive_location
+        .as_ref()
+        .ok_or("no archiveLocation in the template and no location on the artifact")?;
+    arch.location.child(file_name).ok_or_else(|| {
+        format!(
+            "cannot derive a key under the archive location of kind {:?}",
+            arch.location.kind_name().unwrap_or("none")
+        )
+    })
+}
+
+fn archive_volume_path(
+    src: &Path,
+    staging: &Path,
+    name: &str,
+    kind: ArchiveKind,
+) -> Result<PathBuf, FlowError> {
+    let fail = |e: argoexec_archive::ArchiveError| FlowError::OutputArtifact {
+        name: name.into(),
+        message: e.to_string(),
+    };
+    match kind {
+        ArchiveKind::None => Ok(src.to_path_buf()),
+        ArchiveKind::Zip => {
+            let out = staging.join(format!("{name}.zip"));
+            argoexec_archive::write_zip(src, &out).map_err(fail)?;
+            Ok(out)
+        }
+        ArchiveKind::TarGz(l) => {
+            let out = staging.join(format!("{name}.tgz"));
+            let f = std::fs::File::create(&out).map_err(|e| FlowError::io("create", &out, e))?;
+            let w = std::io::BufWriter::with_capacity(1 << 20, f);
+            argoexec_archive::write_tar_gz(src, w, l.map(|l| argoexec_archive::gzip_level(Some(l))))
+                .map_err(fail)?;
+            Ok(out)
+        }
+    }
+}
+
+fn repack_base_layer(
+    tgz: &Path,
+    staging: &Path,
+    name: &str,
+    kind: ArchiveKind,
+) -> Result<PathBuf, FlowError> {
+    let fail = |e: argoexec_archive::ArchiveError| FlowError::OutputArtifact {
+        name: name.into(),
+        message: e.to_string(),
+    };
+    let dir = staging.join(format!("{name}.d"));
+    let _ = std::fs::remove_dir_all(&dir);
+    let f = std::fs::File::open(tgz).map_err(|e| FlowError::io("open", tgz, e))?;
+    let tops = argoexec_archive::extract_tar_gz(std::io::BufReader::new(f), &dir).map_err(fail)?;
+    let _ = std::fs::remove_file(tgz);
+    let top = match tops.as_slice() {
+        [one] => dir.join(one),
+        _ => dir.clone(),
+    };
+    match kind {
+        ArchiveKind::Zip => {
+            let out = staging.join(format!("{name}.zip"));
+            argoexec_archive::write_zip(&top, &out).map_err(fail)?;
+            Ok(out)
+        }
+        _ => Ok(top),
+    }
+}

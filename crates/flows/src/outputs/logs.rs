@@ -1,0 +1,73 @@
+//! Log archival (`archiveLocation.archiveLogs`): one `<container>-logs` artifact per main
+//! container, holding its combined stdout and stderr, uploaded to `<key>/<container>.log`.
+
+use argoexec_artifacts::{AnyDriver, ArtifactDriver};
+use argoexec_core::template::{ArchiveStrategy, Artifact};
+use argoexec_runtime::{RuntimeExecutor, StreamKind};
+
+use crate::{FlowError, StepContext};
+
+/// Save the logs when archival is on. Returns the reported artifacts and the errors.
+pub async fn save<R: RuntimeExecutor>(ctx: &StepContext, runtime: &R) -> (Vec<Artifact>, Vec<FlowError>) {
+    let mut saved = Vec::new();
+    let mut errors = Vec::new();
+    if !ctx.template.archive_logs() {
+        return (saved, errors);
+    }
+    for name in ctx.template.main_container_names() {
+        match save_one(ctx, runtime, &name).await {
+            Ok(a) => saved.push(a),
+            Err(e) => errors.push(e),
+        }
+    }
+    (saved, errors)
+}
+
+async fn save_one<R: RuntimeExecutor>(
+    ctx: &StepContext,
+    runtime: &R,
+    ctr: &str,
+) -> Result<Artifact, FlowError> {
+    let art_name = format!("{ctr}-logs");
+    let fail = |message: String| FlowError::OutputArtifact {
+        name: art_name.clone(),
+        message,
+    };
+    let dir = ctx.paths.output_log_staging();
+    tokio::fs::create_dir_all(&dir)
+        .await
+        .map_err(|e| FlowError::io("create", &dir, e))?;
+    let file_name = format!("{ctr}.log");
+    let staged = dir.join(&file_name);
+    let mut stream = runtime.output_stream(ctr, StreamKind::Combined).await?;
+    let mut f = tokio::fs::File::create(&staged)
+        .await
+        .map_err(|e| FlowError::io("create", &staged, e))?;
+    tokio::io::copy(&mut stream, &mut f)
+        .await
+        .map_err(|e| FlowError::io("write", &staged, e))?;
+    drop(f);
+    let arch = ctx
+        .template
+        .archive_location
+        .as_ref()
+        .ok_or_else(|| fail("no archive location".into()))?;
+    let location = arch
+        .location
+        .child(&file_name)
+        .ok_or_else(|| fail("cannot derive a key for the logs".into()))?;
+    let driver = AnyDriver::for_location(&location).map_err(|e| fail(e.to_string()))?;
+    driver
+        .save(&staged, &location)
+        .await
+        .map_err(|e| fail(format!("upload: {e}")))?;
+    Ok(Artifact {
+        name: art_name,
+        archive: Some(ArchiveStrategy {
+            none: Some(serde_json::json!({})),
+            ..Default::default()
+        }),
+        location,
+        ..Default::default()
+    })
+}

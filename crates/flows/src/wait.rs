@@ -1,0 +1,176 @@
+//! `argoexec wait`: wait for the main container(s), then capture and report outputs.
+//!
+//! Order (Argo v3.3+): wait → script result → output parameters → output artifacts → log
+//! archive → report → kill sidecars. Every capture step runs even when an earlier one failed
+//! (errors are collected, the first is returned), so one broken artifact does not lose the
+//! others. Stopping is local and event-driven:
+//! - `ARGO_DEADLINE` arms a timer; when it fires the main containers are killed (TERM → grace
+//!   → KILL) and the node message becomes "Step exceeded its deadline";
+//! - the `terminate` token (the binary cancels it on SIGTERM) does the same with
+//!   "Step terminated".
+//!
+//! In both cases the outputs are still captured and reported before the flow returns.
+
+use std::time::{Duration, SystemTime};
+
+use argoexec_core::template::{INIT, MAIN, WAIT};
+use argoexec_report::{NodeResult, OutputReporter};
+use argoexec_runtime::{ContainerExit, ErrorKind, RuntimeExecutor};
+use tokio_util::sync::CancellationToken;
+
+use crate::outputs::{artifacts, logs, params, result};
+use crate::{FlowError, StepContext};
+
+/// Message for a step stopped by its deadline.
+pub const DEADLINE_MESSAGE: &str = "Step exceeded its deadline";
+/// Message for a step stopped by SIGTERM.
+pub const TERMINATED_MESSAGE: &str = "Step terminated";
+
+/// What the wait flow produced.
+#[derive(Debug)]
+pub struct WaitOutcome {
+    /// The reported result (outputs and node message).
+    pub result: NodeResult,
+    /// How the main containers ended, when known.
+    pub exits: Vec<ContainerExit>,
+    /// Every error met, in order; the first is the step's error.
+    pub errors: Vec<FlowError>,
+}
+
+/// Run the wait flow to the end.
+pub async fn run<R: RuntimeExecutor, P: OutputReporter>(
+    ctx: &StepContext,
+    runtime: &R,
+    reporter: &P,
+    terminate: CancellationToken,
+) -> WaitOutcome {
+    let mains = ctx.template.main_container_names();
+    let mut errors = Vec::new();
+    let (exits, stop_message) = wait_for_mains(ctx, runtime, &mains, terminate, &mut errors).await;
+
+    let mut outcome = NodeResult {
+        message: stop_message,
+        ..Default::default()
+    };
+    match result::capture(ctx, runtime).await {
+        Ok(r) => outcome.outputs.result = r,
+        Err(e) => errors.push(e),
+    }
+    let (ps, errs) = params::capture(ctx, runtime).await;
+    outcome.outputs.parameters = ps;
+    errors.extend(errs);
+    let (arts, errs) = artifacts::save(ctx, runtime).await;
+    outcome.outputs.artifacts = arts;
+    errors.extend(errs);
+    let (log_arts, errs) = logs::save(ctx, runtime).await;
+    outcome.outputs.artifacts.extend(log_arts);
+    errors.extend(errs);
+    outcome.outputs.exit_code = exits
+        .iter()
+        .find(|e| e.name == MAIN)
+        .or(exits.first())
+        .and_then(|e| e.exit_code)
+        .map(|c| c.to_string());
+    if outcome.message.is_none() {
+        outcome.message = errors.first().map(ToString::to_string);
+    }
+    if let Err(e) = reporter.report(&outcome).await {
+        errors.push(e.into());
+    }
+    if let Err(e) = kill_sidecars(ctx, runtime, &mains).await {
+        errors.push(e);
+    }
+    WaitOutcome {
+        result: outcome,
+        exits,
+        errors,
+    }
+}
+
+/// Wait for the mains, or stop them at the deadline / on terminate.
+async fn wait_for_mains<R: RuntimeExecutor>(
+    ctx: &StepContext,
+    runtime: &R,
+    mains: &[String],
+    terminate: CancellationToken,
+    errors: &mut Vec<FlowError>,
+) -> (Vec<ContainerExit>, Option<String>) {
+    let deadline = ctx
+        .env
+        .deadline
+        .map(|d| d.duration_since(SystemTime::now()).unwrap_or(Duration::ZERO));
+    let cancel = CancellationToken::new();
+    let stop = tokio::select! {
+        r = runtime.wait(mains, cancel.clone()) => match r {
+            Ok(exits) => return (exits, None),
+            Err(e) => {
+                errors.push(e.into());
+                return (Vec::new(), None);
+            }
+        },
+        _ = sleep_or_forever(deadline) => DEADLINE_MESSAGE,
+        _ = terminate.cancelled() => TERMINATED_MESSAGE,
+    };
+    cancel.cancel();
+    tracing::warn!(message = stop, "stopping the main containers");
+    write_termination_log(ctx, stop);
+    if let Err(e) = runtime.kill(mains, ctx.env.termination_grace).await {
+        errors.push(FlowError::Kill(e.to_string()));
+    }
+    // The kill waited for the exits; collect them without blocking forever.
+    let done = CancellationToken::new();
+    let exits = match tokio::time::timeout(Duration::from_secs(5), runtime.wait(mains, done.clone())).await {
+        Ok(Ok(exits)) => exits,
+        Ok(Err(e)) if e.kind() == ErrorKind::Cancelled => Vec::new(),
+        Ok(Err(e)) => {
+            errors.push(e.into());
+            Vec::new()
+        }
+        Err(_) => {
+            done.cancel();
+            Vec::new()
+        }
+    };
+    (exits, Some(stop.to_string()))
+}
+
+async fn sleep_or_forever(d: Option<Duration>) {
+    match d {
+        Some(d) => tokio::time::sleep(d).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Kill every container the backend can see except wait, init and the mains.
+async fn kill_sidecars<R: RuntimeExecutor>(
+    ctx: &StepContext,
+    runtime: &R,
+    mains: &[String],
+) -> Result<(), FlowError> {
+    let sidecars: Vec<String> = runtime
+        .list_container_names()
+        .await?
+        .into_iter()
+        .filter(|n| n != WAIT && n != INIT && !mains.contains(n))
+        .collect();
+    if sidecars.is_empty() {
+        return Ok(());
+    }
+    tracing::info!(?sidecars, "killing sidecars");
+    runtime
+        .kill(&sidecars, ctx.env.termination_grace)
+        .await
+        .map_err(Into::into)
+}
+
+/// Write a message to the termination log (Kubernetes shows it as the container's
+/// `terminated.message`). Failures are logged, never fatal.
+pub fn write_termination_log(ctx: &StepContext, message: &str) {
+    let path = ctx.paths.termination_log();
+    if let Some(parent) = path.parent() {
+        let _ = std::fs::create_dir_all(parent);
+    }
+    if let Err(e) = std::fs::write(&path, message) {
+        tracing::debug!(error = %e, path = %path.display(), "cannot write the termination log");
+    }
+}

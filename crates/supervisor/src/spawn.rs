@@ -1,0 +1,228 @@
+//! Starting the child: `PATH` resolution, spawning in its own process group, the OOM-killer
+//! preference, and reaping.
+//!
+//! * Resolution follows Go's `exec.LookPath`, which Argo uses: a name containing `/` is used
+//!   as is (it must be an executable file); otherwise each `PATH` entry is tried in order
+//!   (an empty entry means the current directory) and the first regular file with an execute
+//!   bit wins. An unset `PATH` falls back to the usual
+//!   `/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin`. Failure reads
+//!   `failed to find name in PATH: exec: "foo": executable file not found in $PATH`.
+//! * The child keeps the name it was given as `argv[0]` (a shell would do the same; Argo
+//!   passes the resolved path), inherits the environment, the umask (0) and stdin, gets
+//!   piped stdout/stderr and leads a new process group (`setpgid(0, 0)`), which is where
+//!   forwarded signals go. Its signal mask is cleared before `exec` (the wrapper blocks
+//!   everything; see `sys::clear_signal_mask_on_exec`).
+//! * Right after the spawn the child's `oom_score_adj` is raised to
+//!   `min(1000, wrapper's + 100)`, so under memory pressure the kernel kills the command and
+//!   the wrapper survives to write the exit code. Errors there are only logged.
+//! * The wrapper is a child subreaper, so orphaned grandchildren are re-parented to it;
+//!   [`reap`] collects every exited child and reports the one it is waiting for.
+
+use crate::error::SupervisorError;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{ChildStderr, ChildStdout, Command, ExitStatus, Stdio};
+
+const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/// A resolved command line.
+#[derive(Debug, Clone)]
+pub struct Program {
+    /// The file to execute.
+    pub path: PathBuf,
+    /// `argv[0]`, as given.
+    pub arg0: OsString,
+    /// The remaining arguments.
+    pub args: Vec<OsString>,
+}
+
+/// Resolve `command[0]` against `path_var` (the `PATH` value, `None` when unset).
+///
+/// # Errors
+/// [`SupervisorError::NoCommand`] for an empty command, [`SupervisorError::NotFound`] when
+/// no executable matches.
+pub fn resolve(command: &[OsString], path_var: Option<&OsStr>) -> Result<Program, SupervisorError> {
+    let (arg0, args) = command.split_first().ok_or(SupervisorError::NoCommand)?;
+    let name = arg0.to_string_lossy().into_owned();
+    if arg0.is_empty() {
+        return Err(SupervisorError::NotFound {
+            name,
+            reason: "executable file not found in $PATH".into(),
+        });
+    }
+    let path = if arg0.as_bytes().contains(&b'/') {
+        let p = PathBuf::from(arg0);
+        check_executable(&p).map_err(|reason| SupervisorError::NotFound { name, reason })?;
+        p
+    } else {
+        let search = path_var.unwrap_or(OsStr::new(DEFAULT_PATH));
+        std::env::split_paths(search)
+            .map(|dir| {
+                if dir.as_os_str().is_empty() {
+                    PathBuf::from(".").join(arg0)
+                } else {
+                    dir.join(arg0)
+                }
+            })
+            .find(|p| check_executable(p).is_ok())
+            .ok_or_else(|| SupervisorError::NotFound {
+                name,
+                reason: "executable file not found in $PATH".into(),
+            })?
+    };
+    Ok(Program {
+        path,
+        arg0: arg0.clone(),
+        args: args.to_vec(),
+    })
+}
+
+/// Go's `findExecutable`: a regular file (after following links) with an execute bit.
+fn check_executable(p: &Path) -> Result<(), String> {
+    match std::fs::metadata(p) {
+        Ok(m) if !m.is_dir() && m.permissions().mode() & 0o111 != 0 => Ok(()),
+        Ok(m) if m.is_dir() => Err("is a directory".into()),
+        Ok(_) => Err("permission denied".into()),
+        Err(e) => Err(format!("stat {}: {}", p.display(), strip_os_error(&e))),
+    }
+}
+
+/// `No such file or directory (os error 2)` → `no such file or directory`, as Go prints it.
+fn strip_os_error(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    let s = s.split(" (os error").next().unwrap_or(&s).to_string();
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_lowercase().chain(c).collect(),
+        None => s,
+    }
+}
+
+/// A running child and the read ends of its output pipes.
+#[derive(Debug)]
+pub struct Spawned {
+    /// The child's pid, which is also its process-group id.
+    pub pid: i32,
+    /// Its stdout pipe.
+    pub stdout: ChildStdout,
+    /// Its stderr pipe.
+    pub stderr: ChildStderr,
+}
+
+/// Start `program` in a new process group with piped stdout/stderr.
+///
+/// # Errors
+/// [`SupervisorError::Spawn`] with the OS error.
+pub fn spawn(program: &Program) -> Result<Spawned, SupervisorError> {
+    let mut cmd = Command::new(&program.path);
+    crate::sys::clear_signal_mask_on_exec(&mut cmd);
+    let mut child = cmd
+        .arg0(&program.arg0)
+        .args(&program.args)
+        .process_group(0)
+        .stdin(Stdio::inherit())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|source| SupervisorError::Spawn {
+            program: program.path.display().to_string(),
+            source,
+        })?;
+    let pid = child.id() as i32;
+    let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
+        unreachable!("both pipes were requested");
+    };
+    // The `Child` handle is dropped without waiting: the child is reaped by `reap`.
+    drop(child);
+    tracing::debug!(pid, program = %program.path.display(), "started the child");
+    prefer_for_oom_kill(pid);
+    Ok(Spawned { pid, stdout, stderr })
+}
+
+/// Raise the child's `oom_score_adj` to `min(1000, own + 100)`; failures are logged only.
+fn prefer_for_oom_kill(pid: i32) {
+    let own = std::fs::read_to_string("/proc/self/oom_score_adj")
+        .ok()
+        .and_then(|s| s.trim().parse::<i32>().ok())
+        .unwrap_or(0);
+    let target = (own + 100).min(1000);
+    match std::fs::write(format!("/proc/{pid}/oom_score_adj"), target.to_string()) {
+        Ok(()) => tracing::debug!(pid, target, "raised the child's oom_score_adj"),
+        Err(e) => tracing::debug!(pid, target, "could not set the child's oom_score_adj: {e}"),
+    }
+}
+
+/// Make this process a child subreaper so orphaned descendants are re-parented to it.
+pub fn become_subreaper() {
+    if let Err(e) = nix::sys::prctl::set_child_subreaper(true) {
+        tracing::debug!("could not become a child subreaper: {e}");
+    }
+}
+
+/// Reap every child that has exited. Returns the status of `main` if it was among them.
+pub fn reap(main: Option<i32>) -> Option<ExitStatus> {
+    let mut found = None;
+    while let Some((pid, status)) = crate::sys::reap_one() {
+        if Some(pid) == main {
+            tracing::debug!(pid, ?status, "the child exited");
+            found = Some(status);
+        } else {
+            tracing::debug!(pid, ?status, "reaped an orphan");
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cmd(v: &[&str]) -> Vec<OsString> {
+        v.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn resolves_through_path() {
+        let p = resolve(
+            &cmd(&["sh", "-c", "true"]),
+            Some(OsStr::new("/nonexistent:/bin:/usr/bin")),
+        )
+        .unwrap();
+        assert!(p.path.ends_with("sh") && p.path.is_absolute(), "{p:?}");
+        assert_eq!(p.arg0, "sh");
+        assert_eq!(p.args, cmd(&["-c", "true"]));
+    }
+
+    #[test]
+    fn not_found_uses_go_wording() {
+        let e = resolve(&cmd(&["no-such-cmd-xyz"]), Some(OsStr::new("/bin"))).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            r#"failed to find name in PATH: exec: "no-such-cmd-xyz": executable file not found in $PATH"#
+        );
+        let e = resolve(&cmd(&["/no/such/file"]), None).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            r#"failed to find name in PATH: exec: "/no/such/file": stat /no/such/file: no such file or directory"#
+        );
+        assert!(matches!(resolve(&[], None), Err(SupervisorError::NoCommand)));
+    }
+
+    #[test]
+    fn non_executable_files_are_skipped() {
+        let d = std::env::temp_dir().join(format!("argoexec-spawn-test-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("tool"), "x").unwrap();
+        let e = resolve(&cmd(&["tool"]), Some(d.as_os_str())).unwrap_err();
+        assert!(e.to_string().contains("executable file not found"), "{e}");
+        std::fs::set_permissions(d.join("tool"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert_eq!(
+            resolve(&cmd(&["tool"]), Some(d.as_os_str())).unwrap().path,
+            d.join("tool")
+        );
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+}
