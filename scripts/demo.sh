@@ -22,6 +22,6 @@ cmd=$(python3 -c 'import json,sys; t=json.loads(sys.argv[1]); print(" ".join(t["
 ARGO_CONTAINER_NAME=main "$bin" emissary -- $cmd "$root/argo/staging/script" || echo "main exited $?"
 wait "$wait_pid"; echo "wait exited $?"
 echo "== reported outputs ($root/report.json)"
-cat "$root/report.json"
+cat "$root/report.json"; echo
 echo "== artifact repository: $root/repo"
 find "$root/repo" -type f | sort
