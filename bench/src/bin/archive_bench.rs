@@ -23,7 +23,13 @@ struct Args {
 }
 
 fn parse_args() -> Args {
-    let mut a = Args { size_mib: 1024, files: 10_000, dir: None, runs: 1, level: 6 };
+    let mut a = Args {
+        size_mib: 1024,
+        files: 10_000,
+        dir: None,
+        runs: 1,
+        level: 6,
+    };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let mut val = || it.next().unwrap_or_else(|| die(&format!("{flag} needs a value")));
@@ -98,7 +104,11 @@ fn generate(data: &Path, size_mib: u64, files: u64) -> std::io::Result<()> {
         if i % 100 == 0 {
             fs::create_dir_all(&sub)?;
         }
-        let size = if i == files - 1 { total - per_file * (files - 1) } else { per_file };
+        let size = if i == files - 1 {
+            total - per_file * (files - 1)
+        } else {
+            per_file
+        };
         let mut w = BufWriter::with_capacity(256 * 1024, fs::File::create(sub.join(format!("f{i:06}.dat")))?);
         let mut written = 0u64;
         let mut line = 0u64;
@@ -109,23 +119,42 @@ fn generate(data: &Path, size_mib: u64, files: u64) -> std::io::Result<()> {
             block.extend_from_slice(&random);
             while block.len() < 40 * 1024 {
                 line += 1;
-                let _ = writeln!(block, "{line:08} INFO step=main file={i} msg=\"processing item {}\"", line % 97);
+                let _ = writeln!(
+                    block,
+                    "{line:08} INFO step=main file={i} msg=\"processing item {}\"",
+                    line % 97
+                );
             }
-            let n = block.len().min(usize::try_from(size - written).unwrap_or(usize::MAX));
+            let n = block
+                .len()
+                .min(usize::try_from(size - written).unwrap_or(usize::MAX));
             w.write_all(&block[..n])?;
             written += n as u64;
         }
         w.flush()?;
     }
     fs::write(&marker, want)?;
-    println!("generated {size_mib} MiB in {files} files in {:.1}s", t.elapsed().as_secs_f64());
+    println!(
+        "generated {size_mib} MiB in {files} files in {:.1}s",
+        t.elapsed().as_secs_f64()
+    );
     Ok(())
 }
 
 /// Entry count of a .tgz as GNU tar lists it.
 fn gnu_list_count(tgz: &Path) -> Option<usize> {
-    let out = Command::new("tar").arg("-tzf").arg(tgz).stderr(Stdio::null()).output().ok()?;
-    out.status.success().then(|| out.stdout.split(|b| *b == b'\n').filter(|l| !l.is_empty()).count())
+    let out = Command::new("tar")
+        .arg("-tzf")
+        .arg(tgz)
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    out.status.success().then(|| {
+        out.stdout
+            .split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty())
+            .count()
+    })
 }
 
 struct Row {
@@ -150,7 +179,10 @@ fn main() {
     let dir = match &args.dir {
         Some(d) => d.clone(),
         None => {
-            _tmp = tempfile::Builder::new().prefix("archive-bench").tempdir_in("/tmp").unwrap_or_else(|e| die(&e.to_string()));
+            _tmp = tempfile::Builder::new()
+                .prefix("archive-bench")
+                .tempdir_in("/tmp")
+                .unwrap_or_else(|e| die(&e.to_string()));
             _tmp.path().to_path_buf()
         }
     };
@@ -158,7 +190,10 @@ fn main() {
     generate(&data, args.size_mib, args.files).unwrap_or_else(|e| die(&format!("generate: {e}")));
     let src_bytes = (args.size_mib << 20) as f64;
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    println!("data set: {} MiB in {} files, {cpus} CPUs, gzip level {}, best of {} run(s)", args.size_mib, args.files, args.level, args.runs);
+    println!(
+        "data set: {} MiB in {} files, {cpus} CPUs, gzip level {}, best of {} run(s)",
+        args.size_mib, args.files, args.level, args.runs
+    );
 
     let me = std::env::current_exe().unwrap_or_else(|e| die(&e.to_string()));
     let ours_out = dir.join("ours.tgz");
@@ -182,20 +217,33 @@ fn main() {
             return None;
         }
         let text = String::from_utf8_lossy(&out.stdout);
-        let hwm = text.split_whitespace().find_map(|w| w.strip_prefix("hwm_kib=")).and_then(|v| v.parse::<f64>().ok());
+        let hwm = text
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("hwm_kib="))
+            .and_then(|v| v.parse::<f64>().ok());
         rss = hwm.map(|k| k / 1024.0);
         Some(secs)
     });
     if let Some(secs) = ours {
-        rows.push(Row { tool: "argoexec write_tar_gz", secs, out_bytes: size(&ours_out), rss_mib: rss });
+        rows.push(Row {
+            tool: "argoexec write_tar_gz",
+            secs,
+            out_bytes: size(&ours_out),
+            rss_mib: rss,
+        });
     }
 
     let parent = data.parent().unwrap_or(Path::new("/"));
     let gnu = best_of(args.runs, || {
         let t = Instant::now();
-        let st = Command::new("tar")
-            .env("GZIP", format!("-{}", args.level))
-            .arg("-czf")
+        let mut cmd = Command::new("tar");
+        if args.level == 6 {
+            cmd.arg("-z"); // gzip's default level
+        } else {
+            cmd.arg("-I").arg(format!("gzip -{}", args.level));
+        }
+        let st = cmd
+            .arg("-cf")
             .arg(&gnu_out)
             .arg("-C")
             .arg(parent)
@@ -205,11 +253,21 @@ fn main() {
         st.success().then(|| t.elapsed().as_secs_f64())
     });
     match gnu {
-        Some(secs) => rows.push(Row { tool: "GNU tar -czf", secs, out_bytes: size(&gnu_out), rss_mib: None }),
+        Some(secs) => rows.push(Row {
+            tool: "GNU tar -czf",
+            secs,
+            out_bytes: size(&gnu_out),
+            rss_mib: None,
+        }),
         None => println!("GNU tar failed or is not installed"),
     }
 
-    let have_pigz = Command::new("pigz").arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok();
+    let have_pigz = Command::new("pigz")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok();
     let pigz = if have_pigz {
         best_of(args.runs, || {
             let t = Instant::now();
@@ -227,7 +285,12 @@ fn main() {
         None
     };
     if let Some(secs) = pigz {
-        rows.push(Row { tool: "tar -cf - | pigz -p 2", secs, out_bytes: size(&pigz_out), rss_mib: None });
+        rows.push(Row {
+            tool: "tar -cf - | pigz -p 2",
+            secs,
+            out_bytes: size(&pigz_out),
+            rss_mib: None,
+        });
     }
 
     println!();
@@ -249,10 +312,15 @@ fn main() {
             r.rss_mib.map_or("-".to_string(), |m| format!("{m:.1} MiB")),
         );
     }
-    println!("(\"vs X\" = X's seconds / this row's seconds: above 1 is faster than X; ratio = input / output size)");
+    println!(
+        "(\"vs X\" = X's seconds / this row's seconds: above 1 is faster than X; ratio = input / output size)"
+    );
 
     if ours.is_some() {
-        match (gnu_list_count(&ours_out), gnu.and_then(|_| gnu_list_count(&gnu_out))) {
+        match (
+            gnu_list_count(&ours_out),
+            gnu.and_then(|_| gnu_list_count(&gnu_out)),
+        ) {
             (Some(a), Some(b)) => println!(
                 "GNU tar -tzf entries: ours {a}, GNU tar's {b} -> {}",
                 if a == b { "match" } else { "MISMATCH" }

@@ -8,13 +8,20 @@ use std::process::Command;
 fn run(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
     let d = tempfile::tempdir().unwrap();
     let mut c = Command::new(argoexec());
-    c.args(args).env_clear().env("PATH", "/usr/bin:/bin").env("ARGOEXEC_PATH_ROOT", d.path());
+    c.args(args)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("ARGOEXEC_PATH_ROOT", d.path());
     for (k, v) in env {
         c.env(k, v);
     }
     let out = c.output().unwrap();
     let log = std::fs::read_to_string(d.path().join("dev/termination-log")).unwrap_or_default();
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stderr).into_owned(), log)
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        log,
+    )
 }
 
 #[test]
@@ -22,23 +29,49 @@ fn missing_pod_name() {
     for cmd in ["init", "wait"] {
         let (code, stderr, log) = run(&[cmd], &[("ARGO_TEMPLATE", "{}")]);
         assert_eq!(code, 64, "{cmd}");
-        assert!(stderr.contains("ARGO_POD_NAME") && log.contains("ARGO_POD_NAME"), "{cmd}: {stderr} / {log}");
+        assert!(
+            stderr.contains("ARGO_POD_NAME") && log.contains("ARGO_POD_NAME"),
+            "{cmd}: {stderr} / {log}"
+        );
     }
 }
 
 #[test]
 fn malformed_template() {
-    let (code, stderr, log) = run(&["wait"], &[("ARGO_POD_NAME", "p"), ("ARGO_TEMPLATE", "{\"name\": ")]);
+    let (code, stderr, log) = run(
+        &["wait"],
+        &[("ARGO_POD_NAME", "p"), ("ARGO_TEMPLATE", "{\"name\": ")],
+    );
     assert_eq!(code, 64);
-    assert!(log.contains("malformed template from ARGO_TEMPLATE"), "{stderr} / {log}");
+    assert!(
+        log.contains("malformed template from ARGO_TEMPLATE"),
+        "{stderr} / {log}"
+    );
 }
 
 #[test]
 fn unknown_and_unbuilt_executors() {
-    let (code, _, log) = run(&["wait"], &[("ARGO_POD_NAME", "p"), ("ARGO_TEMPLATE", "{}"), ("ARGO_CONTAINER_RUNTIME_EXECUTOR", "rkt")]);
+    let (code, _, log) = run(
+        &["wait"],
+        &[
+            ("ARGO_POD_NAME", "p"),
+            ("ARGO_TEMPLATE", "{}"),
+            ("ARGO_CONTAINER_RUNTIME_EXECUTOR", "rkt"),
+        ],
+    );
     assert_eq!(code, 64);
-    assert!(log.contains("ARGO_CONTAINER_RUNTIME_EXECUTOR") && log.contains("rkt"), "{log}");
-    let (code, _, log) = run(&["wait"], &[("ARGO_POD_NAME", "p"), ("ARGO_TEMPLATE", "{}"), ("ARGO_CONTAINER_RUNTIME_EXECUTOR", "pns")]);
+    assert!(
+        log.contains("ARGO_CONTAINER_RUNTIME_EXECUTOR") && log.contains("rkt"),
+        "{log}"
+    );
+    let (code, _, log) = run(
+        &["wait"],
+        &[
+            ("ARGO_POD_NAME", "p"),
+            ("ARGO_TEMPLATE", "{}"),
+            ("ARGO_CONTAINER_RUNTIME_EXECUTOR", "pns"),
+        ],
+    );
     assert_eq!(code, 64);
     assert!(log.contains("pns executor is not built yet"), "{log}");
 }
@@ -47,7 +80,13 @@ fn unknown_and_unbuilt_executors() {
 fn required_input_artifact_missing_fails_init() {
     let (code, _, log) = run(
         &["init"],
-        &[("ARGO_POD_NAME", "p"), ("ARGO_TEMPLATE", r#"{"inputs": {"artifacts": [{"name": "in", "path": "/x"}]}}"#)],
+        &[
+            ("ARGO_POD_NAME", "p"),
+            (
+                "ARGO_TEMPLATE",
+                r#"{"inputs": {"artifacts": [{"name": "in", "path": "/x"}]}}"#,
+            ),
+        ],
     );
     assert_eq!(code, 64);
     assert!(log.contains("\"in\"") && log.contains("not supplied"), "{log}");
@@ -66,15 +105,27 @@ fn init_installs_emissary_and_version_and_kill() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     use std::os::unix::fs::PermissionsExt;
     let bin = d.path().join("var/run/argo/argoexec");
-    assert_eq!(std::fs::metadata(&bin).unwrap().permissions().mode() & 0o777, 0o555);
+    assert_eq!(
+        std::fs::metadata(&bin).unwrap().permissions().mode() & 0o777,
+        0o555
+    );
     let tpl = d.path().join("var/run/argo/template");
-    assert_eq!(std::fs::metadata(&tpl).unwrap().permissions().mode() & 0o777, 0o444);
+    assert_eq!(
+        std::fs::metadata(&tpl).unwrap().permissions().mode() & 0o777,
+        0o444
+    );
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&tpl).unwrap()).unwrap();
-    assert_eq!(v["custom"]["kept"], true, "unknown fields survive into the template file");
+    assert_eq!(
+        v["custom"]["kept"], true,
+        "unknown fields survive into the template file"
+    );
     let ver = Command::new(&bin).arg("version").output().unwrap();
     assert!(String::from_utf8_lossy(&ver.stdout).contains("argoexec"));
     let mut child = Command::new("sleep").arg("30").spawn().unwrap();
-    let k = Command::new(argoexec()).args(["kill", "15", &child.id().to_string()]).status().unwrap();
+    let k = Command::new(argoexec())
+        .args(["kill", "15", &child.id().to_string()])
+        .status()
+        .unwrap();
     assert!(k.success());
     use std::os::unix::process::ExitStatusExt;
     assert_eq!(child.wait().unwrap().signal(), Some(15));
@@ -83,7 +134,10 @@ fn init_installs_emissary_and_version_and_kill() {
 #[test]
 fn json_log_format() {
     let (_, stderr, _) = run(&["--log-format", "json", "wait"], &[("ARGO_TEMPLATE", "{}")]);
-    let line = stderr.lines().find(|l| l.starts_with('{')).expect("a JSON log line");
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with('{'))
+        .expect("a JSON log line");
     let v: serde_json::Value = serde_json::from_str(line).unwrap();
     assert_eq!(v["level"], "ERROR");
 }
