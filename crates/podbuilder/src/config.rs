@@ -1,0 +1,300 @@
+//! The `workflow-controller-configmap`, parsed into [`ControllerConfig`].
+//!
+//! The ConfigMap's `data` is either one `config` key holding a YAML document, or one key per
+//! top-level field whose string value is itself YAML (Argo accepts both). Known keys are
+//! typed; unknown keys are kept in [`ControllerConfig::unknown`] and returned as warnings,
+//! never an error (Argo v3.4's strict parsing turned stale keys into a crash loop). A known
+//! key with a value of the wrong shape is an error naming the key.
+
+use crate::selector::LabelSelector;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+
+/// Errors reading the config map.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The text is not YAML, or not a ConfigMap.
+    #[error("workflow-controller-configmap: {0}")]
+    Parse(String),
+    /// A known key has a value of the wrong shape.
+    #[error("workflow-controller-configmap key {key}: {message}")]
+    Invalid {
+        /// The key (with index for lists).
+        key: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// One `containerRuntimeExecutors` entry.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ExecutorSelector {
+    /// Executor name.
+    pub name: String,
+    /// Matched against the Workflow's labels.
+    #[serde(default)]
+    pub selector: LabelSelector,
+}
+
+/// An `images` entry: v3.1–v3.3 `{command, args}` or v3.4+ `{entrypoint, cmd}`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ImageEntry {
+    /// The image's entrypoint (`command` or `entrypoint`).
+    pub command: Vec<String>,
+    /// The image's default args (`args` or `cmd`); `None` when not given.
+    pub args: Option<Vec<String>>,
+}
+
+/// Typed controller configuration (the executor-related subset).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ControllerConfig {
+    /// `containerRuntimeExecutor`.
+    pub container_runtime_executor: Option<String>,
+    /// `containerRuntimeExecutors`, first match wins.
+    pub container_runtime_executors: Vec<ExecutorSelector>,
+    /// `kubeletPort` (10250 when unset or 0).
+    pub kubelet_port: u16,
+    /// `kubeletInsecure`.
+    pub kubelet_insecure: bool,
+    /// `dockerSockPath` (default `/var/run/docker.sock`).
+    pub docker_sock_path: String,
+    /// `executor`: a container template for init and wait (raw Kubernetes JSON).
+    pub executor: Option<Value>,
+    /// `mainContainer`: defaults for main (raw Kubernetes JSON).
+    pub main_container: Option<Value>,
+    /// `images`: the emissary's image index.
+    pub images: BTreeMap<String, ImageEntry>,
+    /// Every other key, kept.
+    pub unknown: Map<String, Value>,
+}
+
+const KNOWN: &[&str] = &[
+    "containerRuntimeExecutor",
+    "containerRuntimeExecutors",
+    "kubeletPort",
+    "kubeletInsecure",
+    "dockerSockPath",
+    "executor",
+    "mainContainer",
+    "images",
+];
+
+fn yaml(text: &str) -> Result<Value, String> {
+    serde_saphyr::from_str::<Value>(text).map_err(|e| e.to_string())
+}
+
+fn invalid(key: &str, message: impl ToString) -> ConfigError {
+    ConfigError::Invalid {
+        key: key.to_string(),
+        message: message.to_string(),
+    }
+}
+
+impl ControllerConfig {
+    /// Parse a ConfigMap manifest. Returns the config and warnings for unknown keys.
+    ///
+    /// # Errors
+    /// [`ConfigError`] naming the key or the YAML problem.
+    pub fn from_configmap_yaml(text: &str) -> Result<(Self, Vec<String>), ConfigError> {
+        let doc = yaml(text).map_err(ConfigError::Parse)?;
+        if let Some(kind) = doc
+            .get("kind")
+            .and_then(Value::as_str)
+            .filter(|k| *k != "ConfigMap")
+        {
+            return Err(ConfigError::Parse(format!(
+                "expected kind ConfigMap, found {kind}"
+            )));
+        }
+        let data = match doc.get("data") {
+            None | Some(Value::Null) => Map::new(),
+            Some(Value::Object(m)) => m.clone(),
+            Some(_) => return Err(ConfigError::Parse("data must be a map of strings".into())),
+        };
+        let mut fields = Map::new();
+        for (k, v) in data {
+            let parsed = match v {
+                Value::String(s) => yaml(&s).map_err(|e| invalid(&k, e))?,
+                other => other,
+            };
+            if k == "config" {
+                match parsed {
+                    Value::Object(m) => fields.extend(m),
+                    Value::Null => {}
+                    _ => return Err(invalid("config", "must hold a YAML mapping")),
+                }
+            } else {
+                fields.insert(k, parsed);
+            }
+        }
+        Self::from_fields(fields)
+    }
+
+    /// Build from the already-assembled top-level fields.
+    ///
+    /// # Errors
+    /// [`ConfigError::Invalid`] naming the key.
+    pub fn from_fields(mut f: Map<String, Value>) -> Result<(Self, Vec<String>), ConfigError> {
+        let mut c = ControllerConfig {
+            kubelet_port: 10250,
+            docker_sock_path: "/var/run/docker.sock".into(),
+            ..Default::default()
+        };
+        let take = |f: &mut Map<String, Value>, k: &str| f.remove(k).filter(|v| !v.is_null());
+        if let Some(v) = take(&mut f, "containerRuntimeExecutor") {
+            c.container_runtime_executor = Some(
+                v.as_str()
+                    .ok_or_else(|| invalid("containerRuntimeExecutor", "must be a string"))?
+                    .to_string(),
+            );
+        }
+        if let Some(v) = take(&mut f, "containerRuntimeExecutors") {
+            c.container_runtime_executors =
+                serde_json::from_value(v).map_err(|e| invalid("containerRuntimeExecutors", e))?;
+        }
+        if let Some(v) = take(&mut f, "kubeletPort") {
+            let n = match &v {
+                Value::Number(n) => n.as_u64(),
+                Value::String(s) => s.trim().parse().ok(),
+                _ => None,
+            };
+            c.kubelet_port = match n {
+                Some(0) => 10250,
+                Some(p) if p <= u16::MAX as u64 => p as u16,
+                _ => return Err(invalid("kubeletPort", format!("{v} is not a port number"))),
+            };
+        }
+        if let Some(v) = take(&mut f, "kubeletInsecure") {
+            c.kubelet_insecure = match &v {
+                Value::Bool(b) => *b,
+                Value::String(s) => argoexec_core::env::parse_bool(s)
+                    .ok_or_else(|| invalid("kubeletInsecure", "must be true or false"))?,
+                _ => return Err(invalid("kubeletInsecure", "must be true or false")),
+            };
+        }
+        if let Some(v) = take(&mut f, "dockerSockPath") {
+            c.docker_sock_path = v
+                .as_str()
+                .ok_or_else(|| invalid("dockerSockPath", "must be a string"))?
+                .to_string();
+        }
+        for key in ["executor", "mainContainer"] {
+            if let Some(v) = take(&mut f, key) {
+                if !v.is_object() {
+                    return Err(invalid(key, "must be a container mapping"));
+                }
+                *(if key == "executor" {
+                    &mut c.executor
+                } else {
+                    &mut c.main_container
+                }) = Some(v);
+            }
+        }
+        if let Some(v) = take(&mut f, "images") {
+            let Value::Object(m) = v else {
+                return Err(invalid("images", "must be a mapping of image → entry"));
+            };
+            for (image, entry) in m {
+                c.images
+                    .insert(image.clone(), image_entry(&format!("images[{image}]"), &entry)?);
+            }
+        }
+        let warnings = f
+            .keys()
+            .filter(|k| !KNOWN.contains(&k.as_str()))
+            .map(|k| format!("unknown workflow-controller-configmap key {k:?} kept and ignored"))
+            .collect();
+        c.unknown = f;
+        Ok((c, warnings))
+    }
+}
+
+fn strings(key: &str, v: &Value) -> Result<Vec<String>, ConfigError> {
+    v.as_array()
+        .ok_or_else(|| invalid(key, "must be a list of strings"))?
+        .iter()
+        .map(|s| {
+            s.as_str()
+                .map(String::from)
+                .ok_or_else(|| invalid(key, "must be a list of strings"))
+        })
+        .collect()
+}
+
+fn image_entry(key: &str, v: &Value) -> Result<ImageEntry, ConfigError> {
+    let get = |a: &str, b: &str| v.get(a).or_else(|| v.get(b)).filter(|x| !x.is_null());
+    let command = match get("command", "entrypoint") {
+        Some(c) => strings(&format!("{key}.command"), c)?,
+        None => return Err(invalid(key, "needs command (or entrypoint)")),
+    };
+    let args = get("args", "cmd")
+        .map(|a| strings(&format!("{key}.args"), a))
+        .transpose()?;
+    Ok(ImageEntry { command, args })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn per_key_form_with_unknowns_and_images() {
+        let cm = r#"
+apiVersion: v1
+kind: ConfigMap
+data:
+  containerRuntimeExecutor: emissary
+  kubeletPort: "10255"
+  kubeletInsecure: "true"
+  executor: |
+    image: argoexec:dev
+    args: [--loglevel, debug]
+  images: |
+    busybox: {command: [sh], args: [-c]}
+    python:3: {entrypoint: [python3], cmd: []}
+  parallelism: "10"
+"#;
+        let (c, warnings) = ControllerConfig::from_configmap_yaml(cm).unwrap();
+        assert_eq!(c.container_runtime_executor.as_deref(), Some("emissary"));
+        assert_eq!((c.kubelet_port, c.kubelet_insecure), (10255, true));
+        assert_eq!(c.executor.as_ref().unwrap()["image"], "argoexec:dev");
+        assert_eq!(
+            c.images["busybox"],
+            ImageEntry {
+                command: vec!["sh".into()],
+                args: Some(vec!["-c".into()])
+            }
+        );
+        assert_eq!(
+            c.images["python:3"].args,
+            Some(vec![]),
+            "an explicitly empty list is kept"
+        );
+        assert_eq!(c.unknown["parallelism"], 10);
+        assert_eq!(warnings.len(), 1);
+        assert!(warnings[0].contains("parallelism"));
+        assert_eq!(c.docker_sock_path, "/var/run/docker.sock");
+    }
+
+    #[test]
+    fn errors_name_the_key() {
+        let bad = |data: &str| {
+            let cm = format!("kind: ConfigMap\ndata:\n{data}");
+            ControllerConfig::from_configmap_yaml(&cm)
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(bad("  kubeletPort: \"99999\"").contains("kubeletPort"));
+        assert!(bad("  kubeletInsecure: \"maybe\"").contains("kubeletInsecure"));
+        assert!(bad("  images: |\n    busybox: {args: [x]}").contains("images[busybox]"));
+        assert!(bad("  config: \"- a list\"").contains("config"));
+        let e = ControllerConfig::from_configmap_yaml("kind: Secret\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("Secret"), "{e}");
+        let (c, _) =
+            ControllerConfig::from_configmap_yaml("kind: ConfigMap\ndata:\n  kubeletPort: \"0\"\n").unwrap();
+        assert_eq!(c.kubelet_port, 10250);
+    }
+}

@@ -1,0 +1,92 @@
+//! Kubernetes label selectors (`metav1.LabelSelector`): `matchLabels` and `matchExpressions`
+//! with `In`, `NotIn`, `Exists`, `DoesNotExist`, all terms ANDed. An empty selector matches
+//! everything, as in Kubernetes. An unknown operator matches nothing.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// One `matchExpressions` term.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Requirement {
+    /// Label key.
+    pub key: String,
+    /// `In`, `NotIn`, `Exists` or `DoesNotExist`.
+    pub operator: String,
+    /// Values for `In`/`NotIn`.
+    #[serde(default)]
+    pub values: Vec<String>,
+}
+
+/// A label selector.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LabelSelector {
+    /// Exact matches.
+    #[serde(default)]
+    pub match_labels: BTreeMap<String, String>,
+    /// Set-based requirements.
+    #[serde(default)]
+    pub match_expressions: Vec<Requirement>,
+}
+
+impl LabelSelector {
+    /// Whether `labels` satisfy every term.
+    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+        self.match_labels.iter().all(|(k, v)| labels.get(k) == Some(v))
+            && self.match_expressions.iter().all(|r| {
+                let got = labels.get(&r.key);
+                match r.operator.as_str() {
+                    "In" => got.is_some_and(|v| r.values.contains(v)),
+                    "NotIn" => got.is_none_or(|v| !r.values.contains(v)),
+                    "Exists" => got.is_some(),
+                    "DoesNotExist" => got.is_none(),
+                    _ => false,
+                }
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn l(p: &[(&str, &str)]) -> BTreeMap<String, String> {
+        p.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    fn req(key: &str, op: &str, values: &[&str]) -> Requirement {
+        Requirement {
+            key: key.into(),
+            operator: op.into(),
+            values: values.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn semantics() {
+        assert!(
+            LabelSelector::default().matches(&l(&[])),
+            "empty selector matches everything"
+        );
+        let s = LabelSelector {
+            match_labels: l(&[("a", "1")]),
+            match_expressions: vec![
+                req("b", "In", &["x", "y"]),
+                req("c", "NotIn", &["z"]),
+                req("d", "Exists", &[]),
+                req("e", "DoesNotExist", &[]),
+            ],
+        };
+        assert!(s.matches(&l(&[("a", "1"), ("b", "y"), ("d", "")])));
+        assert!(!s.matches(&l(&[("a", "2"), ("b", "y"), ("d", "")])));
+        assert!(!s.matches(&l(&[("a", "1"), ("b", "q"), ("d", "")])));
+        assert!(!s.matches(&l(&[("a", "1"), ("b", "x"), ("c", "z"), ("d", "")])));
+        assert!(!s.matches(&l(&[("a", "1"), ("b", "x")])));
+        assert!(!s.matches(&l(&[("a", "1"), ("b", "x"), ("d", ""), ("e", "")])));
+        let bad = LabelSelector {
+            match_expressions: vec![req("a", "Gt", &["1"])],
+            ..Default::default()
+        };
+        assert!(!bad.matches(&l(&[("a", "2")])));
+    }
+}
