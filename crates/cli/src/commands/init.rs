@@ -4,12 +4,7 @@ use anyhow::Context;
 use argoexec_core::PodPaths;
 
 /// Arguments of `argoexec init`.
-#[derive(Debug, clap::Args)]
-pub struct Args {
-    /// The ≤ v3.1 downward-API annotations file.
-    #[arg(long)]
-    pub pod_annotations: Option<std::path::PathBuf>,
-}
+pub type Args = super::StepArgs;
 
 /// Run init; returns the exit code.
 pub fn run(args: Args) -> i32 {

@@ -21,6 +21,14 @@ pub fn fail(paths: &PodPaths, err: &anyhow::Error) -> i32 {
     EXECUTOR_FAILURE
 }
 
+/// Arguments shared by `argoexec init` and `argoexec wait`.
+#[derive(Debug, clap::Args)]
+pub struct StepArgs {
+    /// The ≤ v3.1 downward-API annotations file.
+    #[arg(long)]
+    pub pod_annotations: Option<std::path::PathBuf>,
+}
+
 /// A tokio runtime for init and wait.
 pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread()

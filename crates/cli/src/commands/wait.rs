@@ -12,12 +12,7 @@ use tokio_util::sync::CancellationToken;
 const REPORT_ENV: &str = "ARGOEXEC_REPORT_FILE";
 
 /// Arguments of `argoexec wait`.
-#[derive(Debug, clap::Args)]
-pub struct Args {
-    /// The ≤ v3.1 downward-API annotations file.
-    #[arg(long)]
-    pub pod_annotations: Option<std::path::PathBuf>,
-}
+pub type Args = super::StepArgs;
 
 /// Run wait; returns the exit code.
 pub fn run(args: Args) -> i32 {

@@ -134,16 +134,21 @@ fn destination(ctx: &StepContext, art: &Artifact, file_name: &str) -> Result<Art
     })
 }
 
+/// An archive failure of the named output artifact.
+fn archive_error(name: &str, e: argoexec_archive::ArchiveError) -> FlowError {
+    FlowError::OutputArtifact {
+        name: name.into(),
+        message: e.to_string(),
+    }
+}
+
 fn archive_volume_path(
     src: &Path,
     staging: &Path,
     name: &str,
     kind: ArchiveKind,
 ) -> Result<PathBuf, FlowError> {
-    let fail = |e: argoexec_archive::ArchiveError| FlowError::OutputArtifact {
-        name: name.into(),
-        message: e.to_string(),
-    };
+    let fail = |e| archive_error(name, e);
     match kind {
         ArchiveKind::None => Ok(src.to_path_buf()),
         ArchiveKind::Zip => {
@@ -168,10 +173,7 @@ fn repack_base_layer(
     name: &str,
     kind: ArchiveKind,
 ) -> Result<PathBuf, FlowError> {
-    let fail = |e: argoexec_archive::ArchiveError| FlowError::OutputArtifact {
-        name: name.into(),
-        message: e.to_string(),
-    };
+    let fail = |e| archive_error(name, e);
     let dir = staging.join(format!("{name}.d"));
     let _ = std::fs::remove_dir_all(&dir);
     let f = std::fs::File::open(tgz).map_err(|e| FlowError::io("open", tgz, e))?;
