@@ -9,6 +9,7 @@
 
 pub mod config;
 pub mod selector;
+pub mod validate;
 
 pub use config::{ConfigError, ControllerConfig, ImageEntry};
 pub use selector::LabelSelector;
