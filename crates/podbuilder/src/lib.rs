@@ -7,10 +7,12 @@
 //!
 //! The pod builder itself (template + config → Pod) is the next part of this crate.
 
+pub mod build;
 pub mod config;
 pub mod selector;
 pub mod validate;
 
+pub use build::{BuildError, BuildOptions, WorkflowMeta, build_pod};
 pub use config::{ConfigError, ControllerConfig, ImageEntry};
 pub use selector::LabelSelector;
 

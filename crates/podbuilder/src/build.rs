@@ -1,0 +1,436 @@
+//! The pod builder (Argo's `workflowpod.go`): template + controller config + chosen executor
+//! → a Kubernetes Pod.
+//!
+//! Layout (argo-executors.md §5.2): `init` first among the init containers; `wait` first
+//! among the containers, then the main container(s), then sidecars. Every pod gets the
+//! `var-run-argo` emptyDir (v3.3), mounted in every container. Per executor:
+//! - docker: the `docker-sock` hostPath (`dockerSockPath`), mounted read-only in wait only;
+//! - kubelet: `ARGO_KUBELET_HOST` from `status.hostIP`, `ARGO_KUBELET_PORT/INSECURE`, and
+//!   `ARGO_KUBELET_NODE_NAME` from `spec.nodeName` (for certificates whose only SAN is the
+//!   node name);
+//! - pns: `shareProcessNamespace` and `SYS_PTRACE` + `SYS_CHROOT` on wait;
+//! - emissary: every non-wait container's command becomes
+//!   `/var/run/argo/argoexec emissary -- <command…>`, the command looked up in `images` when
+//!   the template has none.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use argoexec_core::template::{Container, MAIN, VolumeMount as TplMount};
+use argoexec_core::{ExecutorKind, Template};
+use k8s_openapi::api::core::v1 as core;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+
+use crate::config::ControllerConfig;
+use crate::validate::{ValidationError, validate};
+
+/// The workflow a pod belongs to.
+#[derive(Debug, Clone, Default)]
+pub struct WorkflowMeta {
+    /// Workflow name.
+    pub name: String,
+    /// Namespace.
+    pub namespace: String,
+    /// Workflow UID (owner reference).
+    pub uid: String,
+    /// Workflow labels.
+    pub labels: BTreeMap<String, String>,
+}
+
+/// Build-time options that are not in the config map.
+#[derive(Debug, Clone)]
+pub struct BuildOptions {
+    /// Executor image when `executor.image` is unset.
+    pub executor_image: String,
+    /// `--loglevel` passed to init/wait/emissary.
+    pub log_level: String,
+    /// Whether `outputs.result` is referenced (sets `ARGO_INCLUDE_SCRIPT_OUTPUT`).
+    pub include_script_output: bool,
+}
+
+impl Default for BuildOptions {
+    fn default() -> Self {
+        Self {
+            executor_image: "argoexec:dev".into(),
+            log_level: "info".into(),
+            include_script_output: true,
+        }
+    }
+}
+
+/// Why a pod could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    /// The template fails the executor's validation.
+    #[error(transparent)]
+    Invalid(#[from] ValidationError),
+    /// The template has nothing to run.
+    #[error("template {0:?} has no container, script or containerSet")]
+    NoMain(String),
+    /// Emissary needs a command and none is known.
+    #[error(
+        "container {container:?} (image {image:?}): the emissary executor needs its command; set `command` in the template \
+         or list the image in the controller config map: images: {{{image:?}: {{command: [...]}}}}"
+    )]
+    NoCommand {
+        /// Container name.
+        container: String,
+        /// Image.
+        image: String,
+    },
+    /// A raw Kubernetes value in the template or config does not parse.
+    #[error("{what}: {message}")]
+    BadValue {
+        /// Which value.
+        what: String,
+        /// The serde error.
+        message: String,
+    },
+}
+
+const VAR_RUN_ARGO: &str = "var-run-argo";
+const INPUT_ARTIFACTS: &str = "input-artifacts";
+const STAGING: &str = "argo-staging";
+const DOCKER_SOCK: &str = "docker-sock";
+
+fn env(name: &str, value: impl Into<String>) -> core::EnvVar {
+    core::EnvVar {
+        name: name.into(),
+        value: Some(value.into()),
+        ..Default::default()
+    }
+}
+
+fn field_env(name: &str, path: &str) -> core::EnvVar {
+    core::EnvVar {
+        name: name.into(),
+        value_from: Some(core::EnvVarSource {
+            field_ref: Some(core::ObjectFieldSelector {
+                field_path: path.into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+fn mount(name: &str, path: &str) -> core::VolumeMount {
+    core::VolumeMount {
+        name: name.into(),
+        mount_path: path.into(),
+        ..Default::default()
+    }
+}
+
+fn empty_dir(name: &str) -> core::Volume {
+    core::Volume {
+        name: name.into(),
+        empty_dir: Some(Default::default()),
+        ..Default::default()
+    }
+}
+
+fn convert<T: serde::de::DeserializeOwned>(what: &str, v: impl serde::Serialize) -> Result<T, BuildError> {
+    let value = serde_json::to_value(v).map_err(|e| BuildError::BadValue {
+        what: what.into(),
+        message: e.to_string(),
+    })?;
+    serde_json::from_value(value).map_err(|e| BuildError::BadValue {
+        what: what.into(),
+        message: e.to_string(),
+    })
+}
+
+fn k8s_mount(m: &TplMount) -> Result<core::VolumeMount, BuildError> {
+    convert(&format!("volumeMount {}", m.name), m)
+}
+
+/// Build the pod for `template` (already resolved) as node `node_id` of `wf`.
+///
+/// # Errors
+/// [`BuildError`] naming the container or output to change.
+pub fn build_pod(
+    wf: &WorkflowMeta,
+    template: &Template,
+    node_id: &str,
+    config: &ControllerConfig,
+    executor: ExecutorKind,
+    opts: &BuildOptions,
+) -> Result<core::Pod, BuildError> {
+    validate(template, executor)?;
+    let mains = main_containers(template)?;
+    let tpl_json = template.to_json();
+    let main_mounts: Vec<core::VolumeMount> = template
+        .main_volume_mounts()
+        .iter()
+        .map(k8s_mount)
+        .collect::<Result<_, _>>()?;
+    let mirrors: Vec<core::VolumeMount> = main_mounts
+        .iter()
+        .map(|m| core::VolumeMount {
+            mount_path: format!("/mainctrfs{}", m.mount_path),
+            read_only: Some(false),
+            ..m.clone()
+        })
+        .collect();
+
+    let common_env = |name: &str| {
+        vec![
+            env("ARGO_CONTAINER_NAME", name),
+            env("ARGO_TEMPLATE", tpl_json.clone()),
+            env(
+                "ARGO_INCLUDE_SCRIPT_OUTPUT",
+                opts.include_script_output.to_string(),
+            ),
+            env("ARGO_DEADLINE", "0001-01-01T00:00:00Z"),
+        ]
+    };
+    let mut exec_env = vec![
+        field_env("ARGO_POD_NAME", "metadata.name"),
+        field_env("ARGO_POD_UID", "metadata.uid"),
+        env("ARGO_CONTAINER_RUNTIME_EXECUTOR", executor.as_str()),
+        env("ARGO_WORKFLOW_NAME", wf.name.clone()),
+        env("ARGO_NODE_ID", node_id),
+    ];
+    if executor == ExecutorKind::Kubelet {
+        exec_env.push(field_env("ARGO_KUBELET_HOST", "status.hostIP"));
+        exec_env.push(field_env("ARGO_KUBELET_NODE_NAME", "spec.nodeName"));
+        exec_env.push(env("ARGO_KUBELET_PORT", config.kubelet_port.to_string()));
+        exec_env.push(env("ARGO_KUBELET_INSECURE", config.kubelet_insecure.to_string()));
+    }
+    let exec_tpl: core::Container = match &config.executor {
+        Some(v) => convert("config executor", v)?,
+        None => core::Container::default(),
+    };
+    let executor_container = |name: &str, sub: &str, mounts: Vec<core::VolumeMount>| {
+        let mut e = common_env(name);
+        e.extend(exec_env.iter().cloned());
+        e.extend(exec_tpl.env.clone().unwrap_or_default());
+        let mut args = vec![sub.to_string(), "--loglevel".into(), opts.log_level.clone()];
+        args.extend(exec_tpl.args.clone().unwrap_or_default());
+        core::Container {
+            name: name.into(),
+            image: Some(
+                exec_tpl
+                    .image
+                    .clone()
+                    .unwrap_or_else(|| opts.executor_image.clone()),
+            ),
+            image_pull_policy: exec_tpl.image_pull_policy.clone(),
+            command: Some(vec!["argoexec".into()]),
+            args: Some(args),
+            env: Some(e),
+            resources: exec_tpl.resources.clone(),
+            security_context: exec_tpl.security_context.clone(),
+            volume_mounts: Some(mounts),
+            ..Default::default()
+        }
+    };
+
+    // volumes
+    let mut volumes = vec![empty_dir(VAR_RUN_ARGO)];
+    let has_inputs = !template.inputs.artifacts.is_empty();
+    if has_inputs {
+        volumes.push(empty_dir(INPUT_ARTIFACTS));
+    }
+    if template.script.is_some() {
+        volumes.push(empty_dir(STAGING));
+    }
+    for (i, v) in template.volumes.iter().enumerate() {
+        volumes.push(convert(&format!("template volumes[{i}]"), v)?);
+    }
+    if executor == ExecutorKind::Docker {
+        volumes.push(core::Volume {
+            name: DOCKER_SOCK.into(),
+            host_path: Some(core::HostPathVolumeSource {
+                path: config.docker_sock_path.clone(),
+                type_: Some("Socket".into()),
+            }),
+            ..Default::default()
+        });
+    }
+
+    // init
+    let mut init_mounts = vec![mount(VAR_RUN_ARGO, "/var/run/argo")];
+    if has_inputs {
+        init_mounts.push(mount(INPUT_ARTIFACTS, "/argo/inputs/artifacts"));
+    }
+    if template.script.is_some() {
+        init_mounts.push(mount(STAGING, "/argo/staging"));
+    }
+    init_mounts.extend(mirrors.iter().cloned());
+    let init = executor_container("init", "init", init_mounts);
+
+    // wait
+    let mut wait_mounts = vec![mount(VAR_RUN_ARGO, "/var/run/argo")];
+    wait_mounts.extend(mirrors.iter().cloned());
+    if executor == ExecutorKind::Docker {
+        wait_mounts.push(core::VolumeMount {
+            read_only: Some(true),
+            ..mount(DOCKER_SOCK, "/var/run/docker.sock")
+        });
+    }
+    let mut wait = executor_container("wait", "wait", wait_mounts);
+    if executor == ExecutorKind::Pns {
+        let mut sc = wait.security_context.clone().unwrap_or_default();
+        let mut caps = sc.capabilities.clone().unwrap_or_default();
+        caps.add
+            .get_or_insert_with(Vec::new)
+            .extend(["SYS_PTRACE".to_string(), "SYS_CHROOT".to_string()]);
+        sc.capabilities = Some(caps);
+        wait.security_context = Some(sc);
+    }
+
+    // main(s) and sidecars
+    let mut containers = vec![wait];
+    for c in &mains {
+        let mut k: core::Container = convert(&format!("container {}", c.name), c)?;
+        let mut mounts = k.volume_mounts.take().unwrap_or_default();
+        mounts.push(mount(VAR_RUN_ARGO, "/var/run/argo"));
+        if template.script.is_some() {
+            mounts.push(mount(STAGING, "/argo/staging"));
+            k.args
+                .get_or_insert_with(Vec::new)
+                .push("/argo/staging/script".into());
+        }
+        for a in &template.inputs.artifacts {
+            let Some(p) = a.path.as_deref() else { continue };
+            if template.overlapping_volume(Path::new(p)).is_none() && (a.is_supplied() || !a.optional) {
+                mounts.push(core::VolumeMount {
+                    sub_path: Some(a.name.clone()),
+                    ..mount(INPUT_ARTIFACTS, p)
+                });
+            }
+        }
+        k.volume_mounts = Some(mounts);
+        let mut e = common_env(&c.name);
+        e.extend(k.env.take().unwrap_or_default());
+        k.env = Some(e);
+        containers.push(k);
+    }
+    for (i, s) in template.sidecars.iter().enumerate() {
+        let mut k: core::Container = convert(&format!("sidecars[{i}]"), &s.container)?;
+        let mut mounts = k.volume_mounts.take().unwrap_or_default();
+        mounts.push(mount(VAR_RUN_ARGO, "/var/run/argo"));
+        if s.mirror_volume_mounts == Some(true) {
+            mounts.extend(main_mounts.iter().cloned());
+        }
+        k.volume_mounts = Some(mounts);
+        let mut e = common_env(&k.name);
+        e.extend(k.env.take().unwrap_or_default());
+        k.env = Some(e);
+        containers.push(k);
+    }
+    if executor == ExecutorKind::Emissary {
+        for k in containers.iter_mut().skip(1) {
+            wrap_for_emissary(k, config, &opts.log_level)?;
+        }
+    }
+
+    let mut labels = BTreeMap::new();
+    labels.insert("workflows.argoproj.io/workflow".to_string(), wf.name.clone());
+    labels.insert("workflows.argoproj.io/completed".to_string(), "false".to_string());
+    let mut annotations = BTreeMap::new();
+    annotations.insert(
+        "workflows.argoproj.io/node-name".to_string(),
+        format!("{}.{}", wf.name, template.name),
+    );
+    annotations.insert("workflows.argoproj.io/node-id".to_string(), node_id.to_string());
+    annotations.insert(
+        "kubectl.kubernetes.io/default-container".to_string(),
+        MAIN.to_string(),
+    );
+    annotations.insert(
+        "workflows.argoproj.io/executor".to_string(),
+        executor.as_str().to_string(),
+    );
+    Ok(core::Pod {
+        metadata: ObjectMeta {
+            name: Some(node_id.to_string()),
+            namespace: Some(wf.namespace.clone()),
+            labels: Some(labels),
+            annotations: Some(annotations),
+            owner_references: Some(vec![OwnerReference {
+                api_version: "argoproj.io/v1alpha1".into(),
+                kind: "Workflow".into(),
+                name: wf.name.clone(),
+                uid: wf.uid.clone(),
+                controller: Some(true),
+                block_owner_deletion: Some(true),
+            }]),
+            ..Default::default()
+        },
+        spec: Some(core::PodSpec {
+            restart_policy: Some("Never".into()),
+            share_process_namespace: (executor == ExecutorKind::Pns).then_some(true),
+            active_deadline_seconds: template.active_deadline_seconds.as_ref().and_then(|v| match v {
+                serde_json::Value::Number(n) => n.as_i64(),
+                serde_json::Value::String(s) => s.parse().ok(),
+                _ => None,
+            }),
+            init_containers: Some(vec![init]),
+            containers,
+            volumes: Some(volumes),
+            ..Default::default()
+        }),
+        status: None,
+    })
+}
+
+/// The template's main container(s), named.
+fn main_containers(t: &Template) -> Result<Vec<Container>, BuildError> {
+    if let Some(c) = &t.container {
+        return Ok(vec![Container {
+            name: MAIN.into(),
+            ..c.clone()
+        }]);
+    }
+    if let Some(s) = &t.script {
+        return Ok(vec![Container {
+            name: MAIN.into(),
+            ..s.container.clone()
+        }]);
+    }
+    match &t.container_set {
+        Some(cs) if !cs.containers.is_empty() => Ok(cs
+            .containers
+            .iter()
+            .map(|n| {
+                let mut c = n.container.clone();
+                c.volume_mounts.extend(cs.volume_mounts.iter().cloned());
+                c
+            })
+            .collect()),
+        _ => Err(BuildError::NoMain(t.name.clone())),
+    }
+}
+
+/// Rewrite a container's command to run under the emissary, looking it up in `images`.
+fn wrap_for_emissary(
+    k: &mut core::Container,
+    config: &ControllerConfig,
+    level: &str,
+) -> Result<(), BuildError> {
+    let image = k.image.clone().unwrap_or_default();
+    let command = match k.command.take().filter(|c| !c.is_empty()) {
+        Some(c) => c,
+        None => {
+            let entry = config.images.get(&image).ok_or_else(|| BuildError::NoCommand {
+                container: k.name.clone(),
+                image: image.clone(),
+            })?;
+            if k.args.is_none() {
+                k.args = entry.args.clone();
+            }
+            entry.command.clone()
+        }
+    };
+    let mut wrapped: Vec<String> = ["/var/run/argo/argoexec", "emissary", "--loglevel", level, "--"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    wrapped.extend(command);
+    k.command = Some(wrapped);
+    Ok(())
+}

@@ -1,0 +1,202 @@
+//! Pod-builder checks per executor against argo-executors.md §5.2.
+
+use argoexec_core::{ExecutorKind, Template};
+use argoexec_podbuilder::*;
+use k8s_openapi::api::core::v1::{Container, Pod};
+
+const TPL: &str = r#"{"name": "step",
+  "inputs": {"artifacts": [{"name": "in", "path": "/in/file", "raw": {"data": "x"}},
+                           {"name": "onvol", "path": "/work/in", "raw": {"data": "y"}}]},
+  "script": {"image": "busybox", "command": ["sh"], "source": "echo hi",
+             "volumeMounts": [{"name": "work", "mountPath": "/work"}]},
+  "volumes": [{"name": "work", "emptyDir": {}}],
+  "sidecars": [{"name": "side", "image": "nginx"}],
+  "activeDeadlineSeconds": 30}"#;
+
+fn build(executor: ExecutorKind, cm: &str) -> Result<Pod, BuildError> {
+    let (config, _) = ControllerConfig::from_configmap_yaml(cm).unwrap();
+    let wf = WorkflowMeta {
+        name: "wf".into(),
+        namespace: "argo".into(),
+        uid: "u-1".into(),
+        ..Default::default()
+    };
+    build_pod(
+        &wf,
+        &Template::from_json(TPL).unwrap(),
+        "wf-123",
+        &config,
+        executor,
+        &BuildOptions::default(),
+    )
+}
+
+const IMAGES: &str =
+    "kind: ConfigMap\ndata:\n  images: |\n    nginx: {command: [nginx], args: [-g, daemon off;]}\n";
+
+fn ctr<'a>(p: &'a Pod, name: &str) -> &'a Container {
+    p.spec
+        .as_ref()
+        .unwrap()
+        .containers
+        .iter()
+        .find(|c| c.name == name)
+        .unwrap()
+}
+
+fn mounts(c: &Container) -> Vec<(String, String)> {
+    c.volume_mounts
+        .iter()
+        .flatten()
+        .map(|m| (m.name.clone(), m.mount_path.clone()))
+        .collect()
+}
+
+fn env<'a>(c: &'a Container, name: &str) -> Option<&'a k8s_openapi::api::core::v1::EnvVar> {
+    c.env.iter().flatten().find(|e| e.name == name)
+}
+
+#[test]
+fn layout_common_to_every_executor() {
+    for k in ExecutorKind::ALL {
+        let p = build(k, IMAGES).unwrap();
+        let spec = p.spec.as_ref().unwrap();
+        let names: Vec<_> = spec.containers.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["wait", "main", "side"], "{k}");
+        assert_eq!(spec.init_containers.as_ref().unwrap()[0].name, "init");
+        assert_eq!(spec.restart_policy.as_deref(), Some("Never"));
+        assert_eq!(spec.active_deadline_seconds, Some(30));
+        let vols: Vec<_> = spec.volumes.iter().flatten().map(|v| v.name.as_str()).collect();
+        assert!(
+            vols.contains(&"var-run-argo") && vols.contains(&"input-artifacts") && vols.contains(&"work"),
+            "{k}: {vols:?}"
+        );
+        assert_eq!(
+            vols.contains(&"docker-sock"),
+            k == ExecutorKind::Docker,
+            "{k}: docker.sock only for docker"
+        );
+        let wait = ctr(&p, "wait");
+        assert!(
+            mounts(wait).contains(&("work".into(), "/mainctrfs/work".into())),
+            "{k}"
+        );
+        let main = ctr(&p, "main");
+        assert!(
+            mounts(main).contains(&("input-artifacts".into(), "/in/file".into())),
+            "{k}: subPath mount"
+        );
+        assert!(
+            !mounts(main).iter().any(|m| m.1 == "/work/in"),
+            "{k}: an input on a volume gets no subPath mount"
+        );
+        assert_eq!(
+            main.args.as_ref().unwrap().last().unwrap(),
+            "/argo/staging/script"
+        );
+        assert_eq!(
+            env(wait, "ARGO_CONTAINER_RUNTIME_EXECUTOR")
+                .unwrap()
+                .value
+                .as_deref(),
+            Some(k.as_str())
+        );
+        assert_eq!(
+            env(main, "ARGO_CONTAINER_NAME").unwrap().value.as_deref(),
+            Some("main")
+        );
+        let labels = p.metadata.labels.as_ref().unwrap();
+        assert_eq!(labels["workflows.argoproj.io/workflow"], "wf");
+        assert_eq!(p.metadata.owner_references.as_ref().unwrap()[0].kind, "Workflow");
+    }
+}
+
+#[test]
+fn emissary_wraps_commands_and_looks_up_images() {
+    let p = build(ExecutorKind::Emissary, IMAGES).unwrap();
+    let main = ctr(&p, "main");
+    assert_eq!(
+        main.command.as_ref().unwrap(),
+        &[
+            "/var/run/argo/argoexec",
+            "emissary",
+            "--loglevel",
+            "info",
+            "--",
+            "sh"
+        ]
+    );
+    let side = ctr(&p, "side");
+    assert_eq!(side.command.as_ref().unwrap().last().unwrap(), "nginx");
+    assert_eq!(side.args.as_ref().unwrap(), &["-g", "daemon off;"]);
+    assert!(
+        ctr(&p, "wait").command.as_ref().unwrap() == &["argoexec"],
+        "wait is never wrapped"
+    );
+    let e = build(ExecutorKind::Emissary, "kind: ConfigMap\n")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("\"side\"") && e.contains("nginx") && e.contains("images"),
+        "{e}"
+    );
+}
+
+#[test]
+fn pns_kubelet_deltas() {
+    let p = build(ExecutorKind::Pns, IMAGES).unwrap();
+    assert_eq!(p.spec.as_ref().unwrap().share_process_namespace, Some(true));
+    let caps = ctr(&p, "wait")
+        .security_context
+        .as_ref()
+        .unwrap()
+        .capabilities
+        .as_ref()
+        .unwrap()
+        .add
+        .clone()
+        .unwrap();
+    assert_eq!(caps, ["SYS_PTRACE", "SYS_CHROOT"]);
+    assert_eq!(
+        ctr(&p, "main").command.as_ref().unwrap(),
+        &["sh"],
+        "only emissary rewrites commands"
+    );
+    let k = build(
+        ExecutorKind::Kubelet,
+        "kind: ConfigMap\ndata:\n  kubeletPort: \"10255\"\n",
+    )
+    .unwrap();
+    let wait = ctr(&k, "wait");
+    let host = env(wait, "ARGO_KUBELET_HOST").unwrap();
+    assert_eq!(
+        host.value_from
+            .as_ref()
+            .unwrap()
+            .field_ref
+            .as_ref()
+            .unwrap()
+            .field_path,
+        "status.hostIP"
+    );
+    assert_eq!(
+        env(wait, "ARGO_KUBELET_PORT").unwrap().value.as_deref(),
+        Some("10255")
+    );
+    assert!(
+        env(ctr(&k, "main"), "ARGO_KUBELET_HOST").is_none(),
+        "kubelet env only on executor containers"
+    );
+    let d = build(ExecutorKind::Docker, IMAGES).unwrap();
+    let sock = ctr(&d, "wait")
+        .volume_mounts
+        .iter()
+        .flatten()
+        .find(|m| m.name == "docker-sock")
+        .unwrap();
+    assert_eq!(
+        (sock.mount_path.as_str(), sock.read_only),
+        ("/var/run/docker.sock", Some(true))
+    );
+    assert!(!mounts(ctr(&d, "main")).iter().any(|m| m.0 == "docker-sock"));
+}
