@@ -35,6 +35,8 @@ enum Command {
     Emissary(commands::emissary::Args),
     /// Send a signal to a process: `argoexec kill SIGNUM PID`.
     Kill(commands::kill::Args),
+    /// Print the pod the controller side would build for a workflow's template.
+    Render(commands::render::Args),
     /// Print the version.
     Version,
 }
@@ -47,6 +49,7 @@ fn main() {
         Command::Wait(a) => commands::wait::run(a),
         Command::Emissary(a) => commands::emissary::run(a),
         Command::Kill(a) => commands::kill::run(a),
+        Command::Render(a) => commands::render::run(a),
         Command::Version => {
             println!("argoexec {} (argoexec-rs)", env!("CARGO_PKG_VERSION"));
             0

@@ -11,6 +11,7 @@ pub mod build;
 pub mod config;
 pub mod selector;
 pub mod validate;
+pub mod workflow;
 
 pub use build::{BuildError, BuildOptions, WorkflowMeta, build_pod};
 pub use config::{ConfigError, ControllerConfig, ImageEntry};

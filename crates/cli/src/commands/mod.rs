@@ -3,6 +3,7 @@
 pub mod emissary;
 pub mod init;
 pub mod kill;
+pub mod render;
 pub mod wait;
 
 use argoexec_core::PodPaths;

@@ -1,0 +1,75 @@
+//! `argoexec render WORKFLOW.yaml [--config cm.yaml] [--executor X] [--template NAME]`:
+//! print the pod the controller side would create for the entrypoint (or named) template.
+//!
+//! Parameter substitution (`{{inputs.parameters.x}}` …) is not applied yet; it arrives with
+//! `argoexec run`.
+
+use anyhow::Context;
+use argoexec_core::ExecutorKind;
+use argoexec_podbuilder::workflow::Workflow;
+use argoexec_podbuilder::{BuildOptions, ControllerConfig, build_pod, select_executor};
+
+/// Arguments of `argoexec render`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The Workflow manifest.
+    pub workflow: std::path::PathBuf,
+    /// A workflow-controller-configmap manifest.
+    #[arg(long)]
+    pub config: Option<std::path::PathBuf>,
+    /// The executor (overrides nothing in the config map; see docs/configuration.md).
+    #[arg(long)]
+    pub executor: Option<ExecutorKind>,
+    /// Render this template instead of the entrypoint.
+    #[arg(long)]
+    pub template: Option<String>,
+    /// The executor image.
+    #[arg(long, default_value = "argoexec:dev")]
+    pub executor_image: String,
+}
+
+/// Render; returns 0, or 2 for bad input.
+pub fn run(args: Args) -> i32 {
+    match render(&args) {
+        Ok(yaml) => {
+            print!("{yaml}");
+            0
+        }
+        Err(e) => {
+            eprintln!("argoexec render: {e:#}");
+            2
+        }
+    }
+}
+
+fn render(args: &Args) -> anyhow::Result<String> {
+    let text = std::fs::read_to_string(&args.workflow)
+        .with_context(|| format!("cannot read {}", args.workflow.display()))?;
+    let wf = Workflow::from_yaml(&text).with_context(|| format!("{}", args.workflow.display()))?;
+    let (config, warnings) = match &args.config {
+        Some(p) => {
+            let t = std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?;
+            ControllerConfig::from_configmap_yaml(&t)?
+        }
+        None => (ControllerConfig::from_fields(Default::default())?.0, Vec::new()),
+    };
+    for w in warnings {
+        tracing::warn!("{w}");
+    }
+    let (executor, source) = select_executor(&config, &wf.meta.labels, args.executor)?;
+    tracing::info!(%executor, ?source, "executor chosen");
+    let template = wf.pod_template(args.template.as_deref())?;
+    let opts = BuildOptions {
+        executor_image: args.executor_image.clone(),
+        ..Default::default()
+    };
+    let pod = build_pod(
+        &wf.meta,
+        &template,
+        &format!("{}-{}", wf.meta.name, template.name),
+        &config,
+        executor,
+        &opts,
+    )?;
+    serde_saphyr::to_string(&pod).context("cannot serialise the pod")
+}

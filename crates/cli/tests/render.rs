@@ -1,0 +1,53 @@
+//! `argoexec render`: the pod YAML per executor, and clear errors with exit 2.
+
+mod common;
+
+use std::process::Command;
+
+fn render(args: &[&str]) -> (i32, String, String) {
+    let examples = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples");
+    let out = Command::new(common::argoexec())
+        .arg("render")
+        .args(args)
+        .current_dir(examples)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+#[test]
+fn renders_each_executor() {
+    for k in ["emissary", "docker", "kubelet", "k8sapi", "pns"] {
+        let (code, yaml, err) = render(&["hello-world.yaml", "--executor", k]);
+        assert_eq!(code, 0, "{k}: {err}");
+        assert!(
+            yaml.contains("name: wait") && yaml.contains("name: main") && yaml.contains("var-run-argo"),
+            "{k}"
+        );
+        assert_eq!(
+            yaml.contains("/var/run/argo/argoexec"),
+            k == "emissary",
+            "{k}: only emissary wraps the command"
+        );
+        assert_eq!(yaml.contains("docker-sock"), k == "docker", "{k}");
+        assert_eq!(yaml.contains("shareProcessNamespace: true"), k == "pns", "{k}");
+        assert_eq!(yaml.contains("status.hostIP"), k == "kubelet", "{k}");
+    }
+}
+
+#[test]
+fn bad_input_exits_2() {
+    let (code, _, err) = render(&["missing.yaml"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("missing.yaml"), "{err}");
+    let (code, _, err) = render(&["hello-world.yaml", "--template", "nope"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("nope") && err.contains("whalesay"), "{err}");
+    let (code, _, err) = render(&["script-outputs.json"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("Workflow"), "{err}");
+}
