@@ -40,6 +40,17 @@ fn renders_each_executor() {
 }
 
 #[test]
+fn auto_explains_its_choice() {
+    let (code, yaml, err) = render(&["hello-world.yaml", "--executor", "auto"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        yaml.contains("executor-reason") && yaml.contains("every command is known"),
+        "{yaml}"
+    );
+    assert!(yaml.contains("/var/run/argo/argoexec"), "auto picked emissary");
+}
+
+#[test]
 fn bad_input_exits_2() {
     let (code, _, err) = render(&["missing.yaml"]);
     assert_eq!(code, 2);

@@ -46,6 +46,8 @@ pub struct BuildOptions {
     pub log_level: String,
     /// Whether `outputs.result` is referenced (sets `ARGO_INCLUDE_SCRIPT_OUTPUT`).
     pub include_script_output: bool,
+    /// Why this executor was chosen (annotation `workflows.argoproj.io/executor-reason`).
+    pub executor_reason: Option<String>,
 }
 
 impl Default for BuildOptions {
@@ -54,6 +56,7 @@ impl Default for BuildOptions {
             executor_image: "argoexec:dev".into(),
             log_level: "info".into(),
             include_script_output: true,
+            executor_reason: None,
         }
     }
 }
@@ -345,6 +348,9 @@ pub fn build_pod(
         "workflows.argoproj.io/executor".to_string(),
         executor.as_str().to_string(),
     );
+    if let Some(r) = &opts.executor_reason {
+        annotations.insert("workflows.argoproj.io/executor-reason".to_string(), r.clone());
+    }
     Ok(core::Pod {
         metadata: ObjectMeta {
             name: Some(node_id.to_string()),
@@ -376,6 +382,11 @@ pub fn build_pod(
         }),
         status: None,
     })
+}
+
+/// The template's main container(s) as written (names of plain/script mains filled in).
+pub(crate) fn main_container_specs(t: &Template) -> Vec<Container> {
+    main_containers(t).unwrap_or_default()
 }
 
 /// The template's main container(s), named.

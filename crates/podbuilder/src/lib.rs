@@ -17,8 +17,88 @@ pub use build::{BuildError, BuildOptions, WorkflowMeta, build_pod};
 pub use config::{ConfigError, ControllerConfig, ImageEntry};
 pub use selector::LabelSelector;
 
-use argoexec_core::ExecutorKind;
+use argoexec_core::{ExecutorKind, Template};
 use std::collections::BTreeMap;
+use std::path::Path;
+
+/// An executor name as configured: one of the five, or `auto` (an argoexec-rs extension; no
+/// Argo version has it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExecutorChoice {
+    /// A fixed executor.
+    Fixed(ExecutorKind),
+    /// Pick per template, see [`resolve_choice`].
+    Auto,
+}
+
+impl std::str::FromStr for ExecutorChoice {
+    type Err = argoexec_core::executor_kind::UnknownExecutor;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s.trim() == "auto" {
+            Ok(Self::Auto)
+        } else {
+            s.parse().map(Self::Fixed)
+        }
+    }
+}
+
+/// Turn a choice into an executor for `template`, with the reason (the pod builder records it
+/// in the `workflows.argoproj.io/executor-reason` annotation).
+///
+/// `auto` picks emissary when every container's command is known (from the template or the
+/// `images` index). Otherwise it picks the least-privileged backend the outputs allow:
+/// k8sapi when no output is on the base layer, pns when some are (and no volume is mounted
+/// beneath a base-layer artifact), docker as the last resort.
+pub fn resolve_choice(
+    choice: ExecutorChoice,
+    template: &Template,
+    config: &ControllerConfig,
+) -> (ExecutorKind, String) {
+    if let ExecutorChoice::Fixed(k) = choice {
+        return (k, "configured".into());
+    }
+    let mut unknown = Vec::new();
+    let mains = build::main_container_specs(template);
+    for c in mains.iter().chain(template.sidecars.iter().map(|s| &s.container)) {
+        if c.command.as_ref().is_none_or(Vec::is_empty) && !config.images.contains_key(&c.image) {
+            unknown.push(if c.name.is_empty() {
+                "main".to_string()
+            } else {
+                c.name.clone()
+            });
+        }
+    }
+    if unknown.is_empty() {
+        return (
+            ExecutorKind::Emissary,
+            "auto: every command is known, emissary needs no privileges".into(),
+        );
+    }
+    let why = format!("auto: no command known for {}", unknown.join(", "));
+    let base_layer = template
+        .outputs
+        .parameters
+        .iter()
+        .filter_map(|p| p.value_from.as_ref()?.path.clone())
+        .chain(template.outputs.artifacts.iter().filter_map(|a| a.path.clone()))
+        .any(|p| template.is_base_layer_path(Path::new(&p)));
+    if !base_layer {
+        return (
+            ExecutorKind::K8sApi,
+            format!("{why}; all outputs are on volumes, k8sapi needs no privileges"),
+        );
+    }
+    if validate::validate(template, ExecutorKind::Pns).is_ok() {
+        return (
+            ExecutorKind::Pns,
+            format!("{why}; base-layer outputs need pns (shared process namespace)"),
+        );
+    }
+    (
+        ExecutorKind::Docker,
+        format!("{why}; base-layer outputs with volumes beneath them need docker"),
+    )
+}
 
 /// Where an executor choice came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,10 +124,10 @@ pub enum ExecutorSource {
 pub fn select_executor(
     config: &ControllerConfig,
     labels: &BTreeMap<String, String>,
-    flag: Option<ExecutorKind>,
-) -> Result<(ExecutorKind, ExecutorSource), ConfigError> {
+    flag: Option<ExecutorChoice>,
+) -> Result<(ExecutorChoice, ExecutorSource), ConfigError> {
     let parse = |key: String, v: &str| {
-        v.parse::<ExecutorKind>().map_err(|e| ConfigError::Invalid {
+        v.parse::<ExecutorChoice>().map_err(|e| ConfigError::Invalid {
             key,
             message: e.to_string(),
         })
@@ -71,7 +151,10 @@ pub fn select_executor(
     if let Some(k) = flag {
         return Ok((k, ExecutorSource::Flag));
     }
-    Ok((ExecutorKind::Emissary, ExecutorSource::BuiltInDefault))
+    Ok((
+        ExecutorChoice::Fixed(ExecutorKind::Emissary),
+        ExecutorSource::BuiltInDefault,
+    ))
 }
 
 #[cfg(test)]
@@ -105,31 +188,32 @@ data:
 "#;
         let (c, _) = ControllerConfig::from_configmap_yaml(cm).unwrap();
         let k = "workflows.argoproj.io/container-runtime-executor";
+        let fixed = ExecutorChoice::Fixed;
         assert_eq!(
             select_executor(&c, &labels(&[(k, "kubelet")]), None).unwrap(),
-            (ExecutorKind::Kubelet, ExecutorSource::Selector(0))
+            (fixed(ExecutorKind::Kubelet), ExecutorSource::Selector(0))
         );
         assert_eq!(
             select_executor(&c, &labels(&[("team", "legacy")]), None)
                 .unwrap()
                 .0,
-            ExecutorKind::Docker
+            fixed(ExecutorKind::Docker)
         );
         assert_eq!(
-            select_executor(&c, &labels(&[]), Some(ExecutorKind::K8sApi)).unwrap(),
-            (ExecutorKind::Pns, ExecutorSource::ConfigDefault),
+            select_executor(&c, &labels(&[]), Some(fixed(ExecutorKind::K8sApi))).unwrap(),
+            (fixed(ExecutorKind::Pns), ExecutorSource::ConfigDefault),
             "the config map wins over the flag (v3.3 order)"
         );
         let empty = ControllerConfig::default();
         assert_eq!(
-            select_executor(&empty, &labels(&[]), Some(ExecutorKind::K8sApi))
+            select_executor(&empty, &labels(&[]), Some(fixed(ExecutorKind::K8sApi)))
                 .unwrap()
                 .1,
             ExecutorSource::Flag
         );
         assert_eq!(
             select_executor(&empty, &labels(&[]), None).unwrap(),
-            (ExecutorKind::Emissary, ExecutorSource::BuiltInDefault)
+            (fixed(ExecutorKind::Emissary), ExecutorSource::BuiltInDefault)
         );
         let bad = ControllerConfig {
             container_runtime_executor: Some("rkt".into()),
@@ -137,5 +221,39 @@ data:
         };
         let e = select_executor(&bad, &labels(&[]), None).unwrap_err().to_string();
         assert!(e.contains("containerRuntimeExecutor") && e.contains("rkt"), "{e}");
+    }
+
+    #[test]
+    fn auto_choice() {
+        let cfg = ControllerConfig::default();
+        let t = |j: &str| Template::from_json(j).unwrap();
+        let known = t(r#"{"container": {"image": "x", "command": ["a"]}}"#);
+        assert_eq!(
+            resolve_choice(ExecutorChoice::Auto, &known, &cfg).0,
+            ExecutorKind::Emissary
+        );
+        let vol = t(
+            r#"{"container": {"image": "x", "volumeMounts": [{"name": "v", "mountPath": "/w"}]},
+            "outputs": {"parameters": [{"name": "p", "valueFrom": {"path": "/w/p"}}]}}"#,
+        );
+        let (k, why) = resolve_choice(ExecutorChoice::Auto, &vol, &cfg);
+        assert_eq!(k, ExecutorKind::K8sApi);
+        assert!(why.contains("main"), "{why}");
+        let base = t(
+            r#"{"container": {"image": "x"}, "outputs": {"parameters": [{"name": "p", "valueFrom": {"path": "/tmp/p"}}]}}"#,
+        );
+        assert_eq!(
+            resolve_choice(ExecutorChoice::Auto, &base, &cfg).0,
+            ExecutorKind::Pns
+        );
+        let beneath = t(
+            r#"{"container": {"image": "x", "volumeMounts": [{"name": "v", "mountPath": "/out/v"}]},
+            "outputs": {"artifacts": [{"name": "a", "path": "/out"}]}}"#,
+        );
+        assert_eq!(
+            resolve_choice(ExecutorChoice::Auto, &beneath, &cfg).0,
+            ExecutorKind::Docker
+        );
+        assert_eq!("auto".parse::<ExecutorChoice>().unwrap(), ExecutorChoice::Auto);
     }
 }

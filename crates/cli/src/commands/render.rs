@@ -5,9 +5,10 @@
 //! `argoexec run`.
 
 use anyhow::Context;
-use argoexec_core::ExecutorKind;
 use argoexec_podbuilder::workflow::Workflow;
-use argoexec_podbuilder::{BuildOptions, ControllerConfig, build_pod, select_executor};
+use argoexec_podbuilder::{
+    BuildOptions, ControllerConfig, ExecutorChoice, build_pod, resolve_choice, select_executor,
+};
 
 /// Arguments of `argoexec render`.
 #[derive(Debug, clap::Args)]
@@ -17,9 +18,10 @@ pub struct Args {
     /// A workflow-controller-configmap manifest.
     #[arg(long)]
     pub config: Option<std::path::PathBuf>,
-    /// The executor (overrides nothing in the config map; see docs/configuration.md).
+    /// The executor: docker, kubelet, k8sapi, pns, emissary or auto (the config map's choice
+    /// wins; see docs/configuration.md).
     #[arg(long)]
-    pub executor: Option<ExecutorKind>,
+    pub executor: Option<ExecutorChoice>,
     /// Render this template instead of the entrypoint.
     #[arg(long)]
     pub template: Option<String>,
@@ -56,11 +58,13 @@ fn render(args: &Args) -> anyhow::Result<String> {
     for w in warnings {
         tracing::warn!("{w}");
     }
-    let (executor, source) = select_executor(&config, &wf.meta.labels, args.executor)?;
-    tracing::info!(%executor, ?source, "executor chosen");
+    let (choice, source) = select_executor(&config, &wf.meta.labels, args.executor)?;
     let template = wf.pod_template(args.template.as_deref())?;
+    let (executor, reason) = resolve_choice(choice, &template, &config);
+    tracing::info!(%executor, ?source, %reason, "executor chosen");
     let opts = BuildOptions {
         executor_image: args.executor_image.clone(),
+        executor_reason: Some(reason),
         ..Default::default()
     };
     let pod = build_pod(
