@@ -295,6 +295,8 @@ fn sigterm_during_wait_still_reports_outputs() {
     );
     let wait = pod.spawn_wait();
     assert!(eventually(Duration::from_secs(10), || ready.exists()));
+    // deliver SIGTERM only once wait has its handler installed (SigCgt bit 15)
+    assert!(eventually(Duration::from_secs(10), || catches_sigterm(wait.id())));
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(wait.id() as i32),
         nix::sys::signal::Signal::SIGTERM,
@@ -353,6 +355,19 @@ fn short_lived_main_loses_no_outputs_200_runs() {
         }
     }
     assert_eq!(lost, 0, "runs with lost outputs");
+}
+
+/// Whether process `pid` has a handler for SIGTERM (from /proc/<pid>/status `SigCgt`).
+fn catches_sigterm(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("SigCgt:"))
+                .map(|l| l[7..].trim().to_string())
+        })
+        .and_then(|hex| u64::from_str_radix(&hex, 16).ok())
+        .is_some_and(|mask| mask & (1 << (15 - 1)) != 0)
 }
 
 /// Format Unix seconds as RFC 3339 UTC.

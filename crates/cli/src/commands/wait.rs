@@ -19,26 +19,27 @@ pub fn run(args: Args) -> i32 {
     let paths = PodPaths::from_env();
     nix::sys::stat::umask(nix::sys::stat::Mode::empty());
     let r = (|| -> anyhow::Result<i32> {
+        // Handlers first, before any other work, so an early SIGTERM is not fatal.
+        let rt = super::runtime()?;
+        let (mut term, mut int) = {
+            use tokio::signal::unix::{SignalKind, signal};
+            let _enter = rt.enter();
+            (signal(SignalKind::terminate())?, signal(SignalKind::interrupt())?)
+        };
+        let terminate = CancellationToken::new();
+        let t2 = terminate.clone();
+        rt.spawn(async move {
+            tokio::select! { _ = term.recv() => {}, _ = int.recv() => {} }
+            tracing::info!("received a termination signal; stopping main and capturing outputs");
+            t2.cancel();
+        });
         let ctx = super::bootstrap(&paths, args.pod_annotations.as_deref())?;
         let runtime = argoexec_backends::select(ctx.env.runtime_executor, &paths)?;
         let report_path = std::env::var_os(REPORT_ENV)
             .map(std::path::PathBuf::from)
             .unwrap_or_else(|| paths.var_run_argo().join("outputs.json"));
         let reporter = FileReporter::new(report_path);
-        super::runtime()?.block_on(async {
-            let terminate = CancellationToken::new();
-            let t2 = terminate.clone();
-            tokio::spawn(async move {
-                use tokio::signal::unix::{SignalKind, signal};
-                let (Ok(mut term), Ok(mut int)) =
-                    (signal(SignalKind::terminate()), signal(SignalKind::interrupt()))
-                else {
-                    return;
-                };
-                tokio::select! { _ = term.recv() => {}, _ = int.recv() => {} }
-                tracing::info!("received a termination signal; stopping main and capturing outputs");
-                t2.cancel();
-            });
+        rt.block_on(async {
             let out = argoexec_flows::wait::run(&ctx, &runtime, &reporter, terminate).await;
             match out.errors.into_iter().next() {
                 None => Ok(0),
