@@ -141,3 +141,25 @@ fn json_log_format() {
     let v: serde_json::Value = serde_json::from_str(line).unwrap();
     assert_eq!(v["level"], "ERROR");
 }
+
+#[test]
+fn emissary_accepts_the_command_line_the_pod_builder_writes() {
+    let d = tempfile::tempdir().unwrap();
+    let out = Command::new(argoexec())
+        .args(["emissary", "--loglevel", "info", "--", "sh", "-c", "exit 4"])
+        .env("ARGOEXEC_PATH_ROOT", d.path())
+        .env("ARGO_CONTAINER_NAME", "main")
+        .env("ARGO_TEMPLATE", "{}")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(d.path().join("var/run/argo/ctr/main/exitcode")).unwrap(),
+        "4"
+    );
+}
