@@ -62,3 +62,16 @@ fn bad_input_exits_2() {
     assert_eq!(code, 2);
     assert!(err.contains("Workflow"), "{err}");
 }
+
+#[test]
+fn parameters_are_bound_and_substituted() {
+    let (code, yaml, err) = render(&["parameters.yaml", "-p", "message=bonjour"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(yaml.contains("bonjour from parameters-local"), "{yaml}");
+    let (code, yaml, _) = render(&["parameters.yaml"]);
+    assert_eq!(code, 0);
+    assert!(yaml.contains("hello from parameters-local"));
+    let (code, _, err) = render(&["parameters.yaml", "-p", "oops"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("oops"), "{err}");
+}

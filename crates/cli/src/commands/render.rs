@@ -1,8 +1,8 @@
 //! `argoexec render WORKFLOW.yaml [--config cm.yaml] [--executor X] [--template NAME]`:
 //! print the pod the controller side would create for the entrypoint (or named) template.
 //!
-//! Parameter substitution (`{{inputs.parameters.x}}` …) is not applied yet; it arrives with
-//! `argoexec run`.
+//! The template is resolved first, as the controller does: workflow arguments (overridden by
+//! `-p name=value`) bind the inputs and every `{{…}}` reference is substituted.
 
 use anyhow::Context;
 use argoexec_podbuilder::workflow::Workflow;
@@ -25,6 +25,9 @@ pub struct Args {
     /// Render this template instead of the entrypoint.
     #[arg(long)]
     pub template: Option<String>,
+    /// Override a workflow parameter: `-p name=value` (repeatable).
+    #[arg(short = 'p', long = "parameter")]
+    pub parameters: Vec<String>,
     /// The executor image.
     #[arg(long, default_value = "argoexec:dev")]
     pub executor_image: String,
@@ -60,6 +63,15 @@ fn render(args: &Args) -> anyhow::Result<String> {
     }
     let (choice, source) = select_executor(&config, &wf.meta.labels, args.executor)?;
     let template = wf.pod_template(args.template.as_deref())?;
+    let pod_name = format!("{}-{}", wf.meta.name, template.name);
+    let overrides = argoexec_podbuilder::resolve::parse_overrides(&args.parameters)?;
+    let template = argoexec_podbuilder::resolve::resolve(
+        &template,
+        &wf.arguments,
+        &overrides,
+        &wf.meta.name,
+        &pod_name,
+    )?;
     let (executor, reason) = resolve_choice(choice, &template, &config);
     tracing::info!(%executor, ?source, %reason, "executor chosen");
     let opts = BuildOptions {
@@ -67,13 +79,6 @@ fn render(args: &Args) -> anyhow::Result<String> {
         executor_reason: Some(reason),
         ..Default::default()
     };
-    let pod = build_pod(
-        &wf.meta,
-        &template,
-        &format!("{}-{}", wf.meta.name, template.name),
-        &config,
-        executor,
-        &opts,
-    )?;
+    let pod = build_pod(&wf.meta, &template, &pod_name, &config, executor, &opts)?;
     serde_saphyr::to_string(&pod).context("cannot serialise the pod")
 }
