@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Build the images the local node runs, without any registry:
+#   busybox:latest — a rootfs of Debian's busybox-static, `docker import`ed;
+#   argoexec:dev   — FROM scratch + the static argoexec binary + the CA bundle.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DOCKER=${DOCKER:-docker}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+if ! "$DOCKER" image inspect busybox:latest >/dev/null 2>&1; then
+  root=$work/busybox
+  mkdir -p "$root/bin" "$root/tmp" "$root/etc" "$root/var/run"
+  chmod 1777 "$root/tmp"
+  cp "$(command -v busybox)" "$root/bin/busybox"
+  for applet in $("$root/bin/busybox" --list); do
+    [ -e "$root/bin/$applet" ] || ln -s busybox "$root/bin/$applet"
+  done
+  echo 'root:x:0:0:root:/root:/bin/sh' > "$root/etc/passwd"
+  tar -C "$root" -c . | "$DOCKER" import -c 'ENV PATH=/bin' - busybox:latest >/dev/null
+  echo "images: built busybox:latest"
+fi
+
+bash scripts/build-static.sh >/dev/null
+target=$(rustc -vV | sed -n 's/^host: //p')
+ctx=$work/argoexec
+mkdir -p "$ctx/etc/ssl/certs"
+cp "target/static/$target/release/argoexec.stripped" "$ctx/argoexec"
+cp /etc/ssl/certs/ca-certificates.crt "$ctx/etc/ssl/certs/" 2>/dev/null || : > "$ctx/etc/ssl/certs/ca-certificates.crt"
+tar -C "$ctx" -c . | "$DOCKER" import \
+  -c 'ENV PATH=/' -c 'ENV SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt' -c 'ENTRYPOINT ["/argoexec"]' \
+  - "${ARGOEXEC_IMAGE:-argoexec:dev}" >/dev/null
+echo "images: built ${ARGOEXEC_IMAGE:-argoexec:dev}"
