@@ -12,7 +12,6 @@ use std::ffi::OsStr;
 use std::fs;
 use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use crate::ArchiveError;
@@ -61,16 +60,7 @@ pub fn extract_tar<R: Read>(input: R, dest_dir: &Path) -> Result<Vec<PathBuf>, A
                 dirs.push(out, mode, mtime);
             }
             tar::EntryType::Regular | tar::EntryType::Continuous | tar::EntryType::GNUSparse => {
-                let out = safety::prepare(dest_dir, &rel, &raw, false)?;
-                let mut f = fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .mode(0o600)
-                    .custom_flags(libc::O_NOFOLLOW)
-                    .open(&out)
-                    .map_err(|e| ArchiveError::io("create", &out, e))?;
-                std::io::copy(&mut entry, &mut f).map_err(|e| ArchiveError::io("extract", &out, e))?;
-                safety::finish_file(&f, &out, mode, mtime)?;
+                safety::write_file(dest_dir, &rel, &raw, &mut entry, mode, mtime)?;
             }
             tar::EntryType::Symlink => {
                 let target = entry

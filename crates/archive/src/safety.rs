@@ -154,6 +154,29 @@ pub(crate) fn restored_mode(mode: u32) -> u32 {
     mode & 0o1777
 }
 
+/// Create the regular file `rel` under `dest` (never through a symlink: `O_NOFOLLOW`,
+/// `O_EXCL`), stream `content` into it, then restore its mtime and mode.
+pub(crate) fn write_file(
+    dest: &Path,
+    rel: &Path,
+    entry: &str,
+    content: &mut impl std::io::Read,
+    mode: u32,
+    mtime: Option<u64>,
+) -> Result<(), ArchiveError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let out = prepare(dest, rel, entry, false)?;
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&out)
+        .map_err(|e| ArchiveError::io("create", &out, e))?;
+    std::io::copy(content, &mut f).map_err(|e| ArchiveError::io("extract", &out, e))?;
+    finish_file(&f, &out, mode, mtime)
+}
+
 /// Set the mtime (seconds since the epoch) of an open file, then its mode.
 pub(crate) fn finish_file(
     f: &fs::File,

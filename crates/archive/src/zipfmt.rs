@@ -8,7 +8,7 @@
 use std::fs;
 use std::io::{BufReader, BufWriter, Read, Seek, Write};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
@@ -180,16 +180,7 @@ pub fn extract_zip(zip_file: &Path, dest_dir: &Path) -> Result<Vec<PathBuf>, Arc
                 .map_err(|e| ArchiveError::io("create symlink", &out, e))?;
         } else {
             let mut e = ar.by_index(p.index).map_err(zerr)?;
-            let out = safety::prepare(dest_dir, &p.rel, &p.raw, false)?;
-            let mut f = fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .custom_flags(libc::O_NOFOLLOW)
-                .open(&out)
-                .map_err(|e| ArchiveError::io("create", &out, e))?;
-            std::io::copy(&mut e, &mut f).map_err(|e| ArchiveError::io("extract", &out, e))?;
-            safety::finish_file(&f, &out, p.mode, p.mtime)?;
+            safety::write_file(dest_dir, &p.rel, &p.raw, &mut e, p.mode, p.mtime)?;
         }
         tops.add(&p.rel);
     }

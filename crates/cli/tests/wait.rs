@@ -21,12 +21,7 @@ fn base_layer_parameter_default_and_missing() {
     let work = pod.work();
     let (main, wait) = pod.run(&format!("printf 'hello\\n\\n' > {}/a.txt", work.display()));
     assert_eq!(main.status.code(), Some(0));
-    assert_eq!(
-        wait.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&wait.stderr)
-    );
+    assert_success(&wait);
     let r = pod.report();
     assert_eq!(
         param(&r, "a").as_deref(),
@@ -75,12 +70,7 @@ fn volume_parameters_use_the_mirror_and_are_not_staged() {
         "echo dd > {w}/outer/D; echo bb > {w}/outer/inner/B",
         w = work.display()
     ));
-    assert_eq!(
-        wait.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&wait.stderr)
-    );
+    assert_success(&wait);
     let r = pod.report();
     assert_eq!(param(&r, "d").as_deref(), Some("dd"));
     assert_eq!(param(&r, "b").as_deref(), Some("bb"));
@@ -106,12 +96,7 @@ fn base_layer_artifacts_file_dir_none_and_trailing_slash() {
         "echo content > {w}/f.txt; mkdir -p {w}/d/sub; echo x > {w}/d/sub/x; : > {w}/d/empty",
         w = w.display()
     ));
-    assert_eq!(
-        wait.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&wait.stderr)
-    );
+    assert_success(&wait);
     let r = pod.report();
     let repo = pod.root().join("repo/wf/pod-1");
     assert_eq!(tar_list(&repo.join("file.tgz")), vec!["f.txt"]);
@@ -159,12 +144,7 @@ fn volume_artifact_respects_compression_level() {
     let w = pod.work();
     pod.mount(&w.join("vol"));
     let (_, wait) = pod.run(&format!("yes argo | head -c 1000000 > {}/vol/big", w.display()));
-    assert_eq!(
-        wait.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&wait.stderr)
-    );
+    assert_success(&wait);
     let repo = pod.root().join("repo/wf/pod-1");
     let l0 = std::fs::metadata(repo.join("l0.tgz")).unwrap().len();
     let l9 = std::fs::metadata(repo.join("l9.tgz")).unwrap().len();
@@ -199,12 +179,7 @@ fn output_on_input_path_comes_from_the_input() {
     let main = pod.spawn_container("main", "true").wait_with_output().unwrap();
     assert_eq!(main.status.code(), Some(0));
     let wait = wait_with_timeout(wait, Duration::from_secs(30));
-    assert_eq!(
-        wait.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&wait.stderr)
-    );
+    assert_success(&wait);
     assert_eq!(
         std::fs::read_to_string(pod.root().join("repo/wf/pod-1/file")).unwrap(),
         "hi"
@@ -219,12 +194,7 @@ fn script_result_stdout_only_and_log_archive() {
     )
     .with_env("ARGO_INCLUDE_SCRIPT_OUTPUT", "true");
     let (_, wait) = pod.run("echo result-line; echo noise >&2");
-    assert_eq!(
-        wait.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&wait.stderr)
-    );
+    assert_success(&wait);
     let r = pod.report();
     assert_eq!(
         r["outputs"]["result"], "result-line",
@@ -270,12 +240,7 @@ fn sidecar_is_killed_after_main() {
     let wait = pod.spawn_wait();
     pod.spawn_container("main", "true").wait_with_output().unwrap();
     let wait = wait_with_timeout(wait, Duration::from_secs(30));
-    assert_eq!(
-        wait.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&wait.stderr)
-    );
+    assert_success(&wait);
     let side = wait_with_timeout(side, Duration::from_secs(10));
     assert_eq!(side.status.code(), Some(0), "the sidecar's TERM trap ran");
 }
@@ -305,12 +270,7 @@ fn sigterm_during_wait_still_reports_outputs() {
     let wait = wait_with_timeout(wait, Duration::from_secs(30));
     let main = wait_with_timeout(main, Duration::from_secs(10));
     assert_eq!(main.status.code(), Some(143));
-    assert_eq!(
-        wait.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&wait.stderr)
-    );
+    assert_success(&wait);
     let r = pod.report();
     assert_eq!(param(&r, "p").as_deref(), Some("v"));
     assert_eq!(r["message"], "Step terminated");

@@ -134,6 +134,17 @@ impl Pod {
     }
 }
 
+/// Assert a process exited 0, showing its stderr otherwise.
+#[track_caller]
+pub fn assert_success(out: &Output) {
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// Wait for a child with a deadline (kills it and panics when exceeded).
 pub fn wait_with_timeout(mut child: Child, limit: Duration) -> Output {
     let start = Instant::now();
