@@ -24,7 +24,8 @@ fi
 bash scripts/build-static.sh >/dev/null
 target=$(rustc -vV | sed -n 's/^host: //p')
 ctx=$work/argoexec
-mkdir -p "$ctx/etc/ssl/certs"
+mkdir -p "$ctx/etc/ssl/certs" "$ctx/tmp"
+chmod 1777 "$ctx/tmp"
 cp "target/static/$target/release/argoexec.stripped" "$ctx/argoexec"
 cp /etc/ssl/certs/ca-certificates.crt "$ctx/etc/ssl/certs/" 2>/dev/null || : > "$ctx/etc/ssl/certs/ca-certificates.crt"
 tar -C "$ctx" -c . | "$DOCKER" import \

@@ -37,12 +37,20 @@ enum Command {
     Kill(commands::kill::Args),
     /// Print the pod the controller side would build for a workflow's template.
     Render(commands::render::Args),
+    /// Run a workflow's entrypoint as a pod on the local node and print its outputs.
+    Run(commands::run::Args),
+    /// The local node's pause container: hold the pod's namespaces, reap orphans.
+    #[command(hide = true)]
+    Pause,
     /// Print the version.
     Version,
 }
 
 fn main() {
     let cli = Cli::parse();
+    if matches!(cli.command, Command::Pause) {
+        std::process::exit(commands::pause::run());
+    }
     logging::init(&cli.loglevel, cli.log_format);
     let code = match cli.command {
         Command::Init(a) => commands::init::run(a),
@@ -50,6 +58,8 @@ fn main() {
         Command::Emissary(a) => commands::emissary::run(a),
         Command::Kill(a) => commands::kill::run(a),
         Command::Render(a) => commands::render::run(a),
+        Command::Run(a) => commands::run::run(a),
+        Command::Pause => commands::pause::run(),
         Command::Version => {
             println!("argoexec {} (argoexec-rs)", env!("CARGO_PKG_VERSION"));
             0

@@ -192,6 +192,10 @@ pub fn build_pod(
     let mut exec_env = vec![
         field_env("ARGO_POD_NAME", "metadata.name"),
         field_env("ARGO_POD_UID", "metadata.uid"),
+        // argoexec-rs addition: Argo's executor learns its namespace from the in-cluster
+        // service-account file; the downward API gives it to backends that never talk to
+        // the API server (docker) and to pods without a token mount.
+        field_env("ARGO_NAMESPACE", "metadata.namespace"),
         env("ARGO_CONTAINER_RUNTIME_EXECUTOR", executor.as_str()),
         env("ARGO_WORKFLOW_NAME", wf.name.clone()),
         env("ARGO_NODE_ID", node_id),

@@ -3,7 +3,10 @@
 pub mod emissary;
 pub mod init;
 pub mod kill;
+pub mod pause;
+pub mod plan;
 pub mod render;
+pub mod run;
 pub mod wait;
 
 use argoexec_core::PodPaths;

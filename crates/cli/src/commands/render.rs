@@ -5,10 +5,7 @@
 //! `-p name=value`) bind the inputs and every `{{…}}` reference is substituted.
 
 use anyhow::Context;
-use argoexec_podbuilder::workflow::Workflow;
-use argoexec_podbuilder::{
-    BuildOptions, ControllerConfig, ExecutorChoice, build_pod, resolve_choice, select_executor,
-};
+use argoexec_podbuilder::ExecutorChoice;
 
 /// Arguments of `argoexec render`.
 #[derive(Debug, clap::Args)]
@@ -48,37 +45,14 @@ pub fn run(args: Args) -> i32 {
 }
 
 fn render(args: &Args) -> anyhow::Result<String> {
-    let text = std::fs::read_to_string(&args.workflow)
-        .with_context(|| format!("cannot read {}", args.workflow.display()))?;
-    let wf = Workflow::from_yaml(&text).with_context(|| format!("{}", args.workflow.display()))?;
-    let (config, warnings) = match &args.config {
-        Some(p) => {
-            let t = std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?;
-            ControllerConfig::from_configmap_yaml(&t)?
-        }
-        None => (ControllerConfig::from_fields(Default::default())?.0, Vec::new()),
-    };
-    for w in warnings {
-        tracing::warn!("{w}");
-    }
-    let (choice, source) = select_executor(&config, &wf.meta.labels, args.executor)?;
-    let template = wf.pod_template(args.template.as_deref())?;
-    let pod_name = format!("{}-{}", wf.meta.name, template.name);
-    let overrides = argoexec_podbuilder::resolve::parse_overrides(&args.parameters)?;
-    let template = argoexec_podbuilder::resolve::resolve(
-        &template,
-        &wf.arguments,
-        &overrides,
-        &wf.meta.name,
-        &pod_name,
-    )?;
-    let (executor, reason) = resolve_choice(choice, &template, &config);
-    tracing::info!(%executor, ?source, %reason, "executor chosen");
-    let opts = BuildOptions {
-        executor_image: args.executor_image.clone(),
-        executor_reason: Some(reason),
-        ..Default::default()
-    };
-    let pod = build_pod(&wf.meta, &template, &pod_name, &config, executor, &opts)?;
+    let plan = super::plan::plan(&super::plan::PlanInput {
+        workflow: &args.workflow,
+        config: args.config.as_ref(),
+        executor: args.executor,
+        template: args.template.as_deref(),
+        parameters: &args.parameters,
+        random_name: false,
+    })?;
+    let pod = plan.build(&args.executor_image)?;
     serde_saphyr::to_string(&pod).context("cannot serialise the pod")
 }

@@ -1,0 +1,168 @@
+//! From a Workflow manifest to the pod the controller side would create: read and parse the
+//! workflow and config map, choose the executor (v3.3 precedence, see
+//! docs/configuration.md), resolve the template, build the pod. Shared by `render` and `run`.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use argoexec_core::ExecutorKind;
+use argoexec_core::template::Template;
+use argoexec_podbuilder::workflow::Workflow;
+use argoexec_podbuilder::{
+    BuildOptions, ControllerConfig, ExecutorChoice, build_pod, resolve_choice, select_executor,
+};
+use k8s_openapi::api::core::v1::Pod;
+
+/// What the plan starts from.
+pub struct PlanInput<'a> {
+    /// The Workflow manifest.
+    pub workflow: &'a Path,
+    /// A workflow-controller-configmap manifest.
+    pub config: Option<&'a PathBuf>,
+    /// The `--executor` flag.
+    pub executor: Option<ExecutorChoice>,
+    /// Template to use instead of the entrypoint.
+    pub template: Option<&'a str>,
+    /// `-p name=value` overrides.
+    pub parameters: &'a [String],
+    /// Give a `generateName` workflow a random suffix (as the API server does) instead of
+    /// a fixed one.
+    pub random_name: bool,
+}
+
+/// A resolved template ready to become a pod.
+pub struct Plan {
+    /// The workflow.
+    pub wf: Workflow,
+    /// The controller configuration.
+    pub config: ControllerConfig,
+    /// The resolved template.
+    pub template: Template,
+    /// The chosen executor.
+    pub executor: ExecutorKind,
+    /// Why it was chosen.
+    pub reason: String,
+    /// The pod's name.
+    pub pod_name: String,
+}
+
+/// Parse, choose and resolve.
+///
+/// # Errors
+/// Unreadable files, invalid manifests, unknown templates, unresolved references.
+pub fn plan(input: &PlanInput<'_>) -> anyhow::Result<Plan> {
+    let path = input.workflow;
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut wf = Workflow::from_yaml(&text).with_context(|| format!("{}", path.display()))?;
+    if input.random_name {
+        if let Some(prefix) = generate_name(&text) {
+            wf.meta.name = format!("{prefix}{}", random_suffix());
+        }
+    }
+    let (config, warnings) = match input.config {
+        Some(p) => {
+            let t = std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?;
+            ControllerConfig::from_configmap_yaml(&t).with_context(|| format!("{}", p.display()))?
+        }
+        None => (ControllerConfig::from_fields(Default::default())?.0, Vec::new()),
+    };
+    for w in warnings {
+        tracing::warn!("{w}");
+    }
+    let (choice, source) = select_executor(&config, &wf.meta.labels, input.executor)?;
+    let template = wf.pod_template(input.template)?;
+    let pod_name = if input.random_name {
+        wf.meta.name.clone()
+    } else {
+        format!("{}-{}", wf.meta.name, template.name)
+    };
+    let overrides = argoexec_podbuilder::resolve::parse_overrides(input.parameters)?;
+    let template = argoexec_podbuilder::resolve::resolve(
+        &template,
+        &wf.arguments,
+        &overrides,
+        &wf.meta.name,
+        &pod_name,
+    )?;
+    let (executor, reason) = resolve_choice(choice, &template, &config);
+    tracing::debug!(%executor, ?source, %reason, "executor chosen");
+    Ok(Plan {
+        wf,
+        config,
+        template,
+        executor,
+        reason,
+        pod_name,
+    })
+}
+
+impl Plan {
+    /// Build the pod.
+    ///
+    /// # Errors
+    /// Validation failures naming what to change.
+    pub fn build(&self, executor_image: &str) -> anyhow::Result<Pod> {
+        let opts = BuildOptions {
+            executor_image: executor_image.to_string(),
+            executor_reason: Some(self.reason.clone()),
+            ..Default::default()
+        };
+        Ok(build_pod(
+            &self.wf.meta,
+            &self.template,
+            &self.pod_name,
+            &self.config,
+            self.executor,
+            &opts,
+        )?)
+    }
+}
+
+/// `metadata.generateName` of a manifest, if it has one and no `name`.
+fn generate_name(text: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Doc {
+        metadata: Meta,
+    }
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Meta {
+        name: Option<String>,
+        generate_name: Option<String>,
+    }
+    let doc: Doc = serde_saphyr::from_str(text).ok()?;
+    match doc.metadata.name {
+        Some(n) if !n.is_empty() => None,
+        _ => doc.metadata.generate_name,
+    }
+}
+
+/// Five lowercase alphanumerics, like the API server's generateName suffix.
+fn random_suffix() -> String {
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let read = || {
+        use std::io::Read;
+        let mut b = [0u8; 5];
+        std::fs::File::open("/dev/urandom")
+            .ok()?
+            .read_exact(&mut b)
+            .ok()?;
+        Some(b)
+    };
+    let seed = read().unwrap_or_else(|| {
+        let n = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let p = std::process::id();
+        [
+            (n >> 3) as u8,
+            (n >> 11) as u8,
+            (n >> 19) as u8,
+            p as u8,
+            (p >> 8) as u8,
+        ]
+    });
+    seed.iter()
+        .map(|b| ALPHABET[usize::from(*b) % ALPHABET.len()] as char)
+        .collect()
+}

@@ -1,0 +1,263 @@
+//! `argoexec run WORKFLOW.yaml`: the main job. Resolve the entrypoint template as the
+//! controller does, build its pod with the pod builder, run it on the local node (pods on the
+//! local Docker Engine), collect what the wait container reported, assess the node phase and
+//! print it (`-o text` with progress, or one JSON object with `-o json`).
+//!
+//! Output artifacts go to a local artifact repository: a host directory (`--artifacts`,
+//! default a fresh temp directory that is kept) mounted into init and wait at
+//! [`REPO_MOUNT`]; the template's archive location points there unless it has its own.
+//! Exit status: 0 Succeeded, 1 Failed, 2 Error or bad input.
+
+mod outcome;
+mod progress;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context;
+use argoexec_core::ExecutorKind;
+use argoexec_core::template::{ArchiveLocation, ArtifactLocation, LocalArtifact, Outputs};
+use argoexec_node::{LocalNode, NodeConfig};
+use argoexec_podbuilder::ExecutorChoice;
+use k8s_openapi::api::core::v1::{HostPathVolumeSource, Pod, Volume, VolumeMount};
+use outcome::{Outcome, Phase};
+
+/// Where init and wait see the local artifact repository.
+pub const REPO_MOUNT: &str = "/argo/artifact-repository";
+const REPO_VOLUME: &str = "argoexec-artifacts";
+
+/// Output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Output {
+    /// Progress on stderr, a readable summary on stdout.
+    Text,
+    /// One JSON object on stdout.
+    Json,
+}
+
+/// Arguments of `argoexec run`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The Workflow manifest.
+    pub workflow: PathBuf,
+    /// Override a workflow parameter: `-p name=value` (repeatable).
+    #[arg(short = 'p', long = "parameter")]
+    pub parameters: Vec<String>,
+    /// The executor: docker, kubelet, k8sapi, pns, emissary or auto (a config map's choice
+    /// wins; see docs/configuration.md). Default: emissary.
+    #[arg(long)]
+    pub executor: Option<ExecutorChoice>,
+    /// A workflow-controller-configmap manifest.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Local artifact repository directory (default: a new temp directory, kept).
+    #[arg(long)]
+    pub artifacts: Option<PathBuf>,
+    /// Output format.
+    #[arg(short = 'o', long = "output", value_enum, default_value_t = Output::Text)]
+    pub output: Output,
+    /// The executor image (also the pause container's image).
+    #[arg(long, default_value = "argoexec:dev", env = "ARGOEXEC_IMAGE")]
+    pub executor_image: String,
+    /// The Docker Engine socket of the local node.
+    #[arg(long, default_value = "/var/run/docker.sock")]
+    pub docker_socket: PathBuf,
+}
+
+/// Run; returns the exit status.
+pub fn run(args: Args) -> i32 {
+    let rt = match super::runtime() {
+        Ok(rt) => rt,
+        Err(e) => return usage_error(&args, &e),
+    };
+    match rt.block_on(execute(&args)) {
+        Ok((outcome, repo)) => {
+            print_outcome(&args, &outcome, &repo);
+            outcome.phase.exit_status()
+        }
+        Err(e) => usage_error(&args, &e),
+    }
+}
+
+async fn execute(args: &Args) -> anyhow::Result<(Outcome, PathBuf)> {
+    let mut plan = super::plan::plan(&super::plan::PlanInput {
+        workflow: &args.workflow,
+        config: args.config.as_ref(),
+        executor: args
+            .executor
+            .or(Some(ExecutorChoice::Fixed(ExecutorKind::Emissary))),
+        template: None,
+        parameters: &args.parameters,
+        random_name: true,
+    })?;
+    if !matches!(plan.executor, ExecutorKind::Emissary) {
+        anyhow::bail!(
+            "the {} executor is not built yet in this version of argoexec-rs; use --executor emissary",
+            plan.executor
+        );
+    }
+    let repo = artifacts_dir(args.artifacts.as_deref(), &plan.pod_name)?;
+    let key = format!("{REPO_MOUNT}/{}/{}", plan.wf.meta.name, plan.pod_name);
+    let arch = plan
+        .template
+        .archive_location
+        .get_or_insert_with(|| ArchiveLocation {
+            archive_logs: None,
+            location: ArtifactLocation::default(),
+        });
+    if !arch.location.has_location() {
+        arch.location.local = Some(LocalArtifact { path: key });
+    }
+    let mut pod = plan.build(&args.executor_image)?;
+    attach_repository(&mut pod, &repo);
+    let mains = plan.template.main_container_names();
+
+    let node = LocalNode::connect(NodeConfig {
+        docker_socket: args.docker_socket.clone(),
+        pause_image: args.executor_image.clone(),
+        ..Default::default()
+    })
+    .await?;
+    let pod_run = node.start_pod(pod).await?;
+    let name = plan.pod_name.clone();
+    let progress =
+        (args.output == Output::Text).then(|| tokio::spawn(progress::follow(name, pod_run.status())));
+
+    let interrupted = tokio::select! {
+        _ = pod_run.finished() => false,
+        _ = interrupt() => true,
+    };
+    if interrupted {
+        eprintln!("argoexec run: interrupted; stopping the pod (SIGTERM, then SIGKILL after 5 s)");
+        pod_run.stop(Duration::from_secs(5));
+        tokio::select! {
+            _ = pod_run.finished() => {}
+            _ = interrupt() => pod_run.stop(Duration::ZERO),
+        }
+    }
+    let status = pod_run.finished().await;
+    if let Some(p) = progress {
+        let _ = p.await;
+    }
+    let report = pod_run
+        .volume_path("var-run-argo")
+        .and_then(|d| read_report(&d.join("outputs.json")));
+    pod_run.cleanup().await.context("cleaning up the pod")?;
+    let mut outcome = outcome::assess(&status, &mains, report.as_ref().map(|(o, m)| (o, m.as_deref())));
+    if interrupted {
+        outcome.phase = Phase::Error;
+        outcome.message = Some("interrupted".into());
+    }
+    Ok((outcome, repo))
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+async fn interrupt() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = term => {}
+    }
+}
+
+fn artifacts_dir(given: Option<&Path>, pod: &str) -> anyhow::Result<PathBuf> {
+    let dir = match given {
+        Some(d) => d.to_path_buf(),
+        None => std::env::temp_dir().join(format!("argoexec-artifacts-{pod}")),
+    };
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    dir.canonicalize()
+        .with_context(|| format!("cannot resolve {}", dir.display()))
+}
+
+/// Mount the host repository into init and wait.
+fn attach_repository(pod: &mut Pod, repo: &Path) {
+    let Some(spec) = pod.spec.as_mut() else { return };
+    spec.volumes.get_or_insert_with(Vec::new).push(Volume {
+        name: REPO_VOLUME.into(),
+        host_path: Some(HostPathVolumeSource {
+            path: repo.display().to_string(),
+            type_: Some("DirectoryOrCreate".into()),
+        }),
+        ..Default::default()
+    });
+    let m = VolumeMount {
+        name: REPO_VOLUME.into(),
+        mount_path: REPO_MOUNT.into(),
+        ..Default::default()
+    };
+    for c in spec
+        .init_containers
+        .iter_mut()
+        .flatten()
+        .chain(spec.containers.iter_mut())
+    {
+        if c.name == "init" || c.name == "wait" {
+            c.volume_mounts.get_or_insert_with(Vec::new).push(m.clone());
+        }
+    }
+}
+
+/// The wait container's local report: outputs and message.
+fn read_report(path: &Path) -> Option<(Outputs, Option<String>)> {
+    let bytes = std::fs::read(path).ok()?;
+    let v: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    let outputs = serde_json::from_value(v.get("outputs")?.clone()).ok()?;
+    Some((
+        outputs,
+        v.get("message").and_then(|m| m.as_str()).map(str::to_string),
+    ))
+}
+
+fn usage_error(args: &Args, e: &anyhow::Error) -> i32 {
+    eprintln!("argoexec run: {e:#}");
+    if args.output == Output::Json {
+        let o = Outcome {
+            phase: Phase::Error,
+            message: Some(format!("{e:#}")),
+            exit_code: None,
+            outputs: Outputs::default(),
+        };
+        println!("{}", outcome::to_json(&o, REPO_MOUNT, Path::new("/")));
+    }
+    2
+}
+
+fn print_outcome(args: &Args, o: &Outcome, repo: &Path) {
+    if args.output == Output::Json {
+        println!("{}", outcome::to_json(o, REPO_MOUNT, repo));
+        return;
+    }
+    println!("phase:      {}", o.phase.as_str());
+    if let Some(m) = &o.message {
+        println!("message:    {m}");
+    }
+    if let Some(c) = o.exit_code {
+        println!("exit code:  {c}");
+    }
+    if let Some(r) = &o.outputs.result {
+        println!("result:     {}", r.replace('\n', "\n            "));
+    }
+    if !o.outputs.parameters.is_empty() {
+        println!("parameters:");
+        for p in &o.outputs.parameters {
+            println!("  {:<20} {}", p.name, p.value.as_deref().unwrap_or(""));
+        }
+    }
+    if !o.outputs.artifacts.is_empty() {
+        println!("artifacts:");
+        for a in &o.outputs.artifacts {
+            let path = outcome::host_path(a, REPO_MOUNT, repo)
+                .unwrap_or_else(|| "(not in the local repository)".into());
+            println!("  {:<20} {path}", a.name);
+        }
+    }
+    println!("repository: {}", repo.display());
+}

@@ -1,0 +1,212 @@
+//! Assessing a finished pod the way Argo's controller assesses a node, and printing it.
+//!
+//! Phase: `Error` when an init container or the wait container failed (the executor's own
+//! failure, with its termination message); `Failed` when a main container exited non-zero
+//! (`"<reason> (exit code N)"`, or the message the wait container reported, e.g. a
+//! deadline), when a sidecar failed other than by our kill (137/143 are ignored, as Argo
+//! does), or when the pod's deadline passed; `Succeeded` otherwise.
+
+use std::path::Path;
+
+use argoexec_core::template::Outputs;
+use k8s_openapi::api::core::v1::{ContainerStatus, PodStatus};
+use serde_json::{Value, json};
+
+/// The node phase of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Everything exited 0.
+    Succeeded,
+    /// The user's code failed.
+    Failed,
+    /// The executor (or the node) failed.
+    Error,
+}
+
+impl Phase {
+    /// Argo's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Succeeded => "Succeeded",
+            Self::Failed => "Failed",
+            Self::Error => "Error",
+        }
+    }
+
+    /// `argoexec run`'s exit status: 0, 1, 2.
+    pub fn exit_status(self) -> i32 {
+        match self {
+            Self::Succeeded => 0,
+            Self::Failed => 1,
+            Self::Error => 2,
+        }
+    }
+}
+
+/// The assessed result of a run.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// Node phase.
+    pub phase: Phase,
+    /// Why it is not Succeeded (or the reported message).
+    pub message: Option<String>,
+    /// The main container's exit code.
+    pub exit_code: Option<i32>,
+    /// What the wait container reported.
+    pub outputs: Outputs,
+}
+
+/// Assess `status` given the main container names and the wait container's report.
+pub fn assess(status: &PodStatus, mains: &[String], report: Option<(&Outputs, Option<&str>)>) -> Outcome {
+    let outputs = report.map(|(o, _)| o.clone()).unwrap_or_default();
+    let reported = report.and_then(|(_, m)| m).map(str::to_string);
+    let term = |c: &ContainerStatus| c.state.as_ref().and_then(|s| s.terminated.clone());
+    let describe = |c: &ContainerStatus| {
+        term(c).map(|t| match t.message.filter(|m| !m.trim().is_empty()) {
+            Some(m) => m.trim().to_string(),
+            None => format!(
+                "{} (exit code {})",
+                t.reason.unwrap_or_else(|| "Error".into()),
+                t.exit_code
+            ),
+        })
+    };
+    let main_exit = status
+        .container_statuses
+        .iter()
+        .flatten()
+        .filter(|c| mains.contains(&c.name))
+        .filter_map(|c| term(c).map(|t| t.exit_code))
+        .find(|c| *c != 0)
+        .or_else(|| {
+            status
+                .container_statuses
+                .iter()
+                .flatten()
+                .find(|c| mains.contains(&c.name))
+                .and_then(|c| term(c))
+                .map(|t| t.exit_code)
+        });
+    let done = |phase, message: Option<String>| Outcome {
+        phase,
+        message,
+        exit_code: main_exit,
+        outputs: outputs.clone(),
+    };
+
+    for c in status.init_container_statuses.iter().flatten() {
+        if let Some(t) = term(c).filter(|t| t.exit_code != 0) {
+            let m = describe(c).unwrap_or_default();
+            return done(
+                Phase::Error,
+                Some(format!(
+                    "init container {:?} failed (exit code {}): {m}",
+                    c.name, t.exit_code
+                )),
+            );
+        }
+    }
+    for c in status
+        .container_statuses
+        .iter()
+        .flatten()
+        .filter(|c| mains.contains(&c.name))
+    {
+        if let Some(t) = term(c).filter(|t| t.exit_code != 0) {
+            let m = reported.clone().unwrap_or_else(|| {
+                format!(
+                    "{} (exit code {})",
+                    t.reason.clone().unwrap_or_else(|| "Error".into()),
+                    t.exit_code
+                )
+            });
+            let m = match t
+                .message
+                .filter(|_| t.reason.as_deref() == Some("ContainerCannotRun"))
+            {
+                Some(run_err) => format!("{m}: {run_err}"),
+                None => m,
+            };
+            return done(Phase::Failed, Some(m));
+        }
+    }
+    for c in status
+        .container_statuses
+        .iter()
+        .flatten()
+        .filter(|c| c.name == "wait")
+    {
+        if term(c).is_some_and(|t| t.exit_code != 0) {
+            return done(Phase::Error, describe(c).or(reported));
+        }
+    }
+    if status.reason.as_deref() == Some("DeadlineExceeded") {
+        return done(Phase::Failed, reported.or_else(|| status.message.clone()));
+    }
+    for c in status
+        .container_statuses
+        .iter()
+        .flatten()
+        .filter(|c| c.name != "wait" && !mains.contains(&c.name))
+    {
+        if let Some(t) = term(c).filter(|t| !matches!(t.exit_code, 0 | 137 | 143)) {
+            return done(
+                Phase::Failed,
+                Some(format!(
+                    "sidecar {:?}: {}",
+                    c.name,
+                    describe(c).unwrap_or_else(|| t.exit_code.to_string())
+                )),
+            );
+        }
+    }
+    if status
+        .container_statuses
+        .iter()
+        .flatten()
+        .any(|c| term(c).is_none())
+    {
+        return done(
+            Phase::Error,
+            reported.or_else(|| Some("pod ended before all its containers ran".into())),
+        );
+    }
+    if reported.is_some() {
+        // The wait container reported a failure but exited 0 (e.g. a deadline it handled).
+        return done(Phase::Failed, reported);
+    }
+    done(Phase::Succeeded, None)
+}
+
+/// The `-o json` document. Artifact paths are host paths in the local repository.
+pub fn to_json(o: &Outcome, repo_mount: &str, repo_host: &Path) -> Value {
+    let params: Vec<Value> = o
+        .outputs
+        .parameters
+        .iter()
+        .map(|p| json!({"name": p.name, "value": p.value}))
+        .collect();
+    let arts: Vec<Value> = o
+        .outputs
+        .artifacts
+        .iter()
+        .map(|a| json!({"name": a.name, "path": host_path(a, repo_mount, repo_host)}))
+        .collect();
+    json!({
+        "phase": o.phase.as_str(),
+        "message": o.message,
+        "exitCode": o.exit_code,
+        "outputs": {"result": o.outputs.result, "parameters": params, "artifacts": arts},
+    })
+}
+
+/// Where the local repository holds artifact `a` on the host, if it is there.
+pub fn host_path(
+    a: &argoexec_core::template::Artifact,
+    repo_mount: &str,
+    repo_host: &Path,
+) -> Option<String> {
+    let p = a.location.local.as_ref()?.path.clone();
+    let rel = p.strip_prefix(repo_mount)?.trim_start_matches('/');
+    Some(repo_host.join(rel).display().to_string())
+}

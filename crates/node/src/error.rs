@@ -1,0 +1,98 @@
+//! [`NodeError`]: everything the local node can refuse or fail at, each naming the pod part
+//! it concerns and, where there is one, what to do about it.
+
+/// A local-node failure.
+#[derive(Debug, thiserror::Error)]
+pub enum NodeError {
+    /// The Docker Engine did not answer.
+    #[error(
+        "local node: cannot reach the Docker Engine at {socket}: {source}; start it with `bash scripts/setup.sh`"
+    )]
+    Connect {
+        /// The socket tried.
+        socket: String,
+        /// Why.
+        #[source]
+        source: bollard::errors::Error,
+    },
+    /// An image a container needs is not present (no registry is reachable from the node).
+    #[error(
+        "container {container:?}: image {image:?} is not present on the local Docker Engine and no registry is reachable; build it (scripts/images.sh builds busybox:latest and argoexec:dev) or use a local image"
+    )]
+    ImageMissing {
+        /// The container.
+        container: String,
+        /// The image reference.
+        image: String,
+    },
+    /// The pod spec uses something the local node does not implement.
+    #[error("pod {pod:?}: {what} is not supported by the local node")]
+    Unsupported {
+        /// The pod.
+        pod: String,
+        /// What, e.g. `volume "x" of type secret`.
+        what: String,
+    },
+    /// The pod spec is invalid.
+    #[error("pod {pod:?}: {message}")]
+    Invalid {
+        /// The pod.
+        pod: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A Docker Engine call failed.
+    #[error("local node: docker {action} for {subject}: {source}")]
+    Docker {
+        /// The call, e.g. "create container".
+        action: &'static str,
+        /// The pod/container concerned.
+        subject: String,
+        /// The Engine's error.
+        #[source]
+        source: bollard::errors::Error,
+    },
+    /// A host filesystem operation (volumes, termination logs) failed.
+    #[error("local node: {action} {path}: {source}")]
+    Io {
+        /// What was being done.
+        action: &'static str,
+        /// The host path.
+        path: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl NodeError {
+    /// Wrap a Docker error.
+    pub(crate) fn docker(
+        action: &'static str,
+        subject: impl Into<String>,
+        source: bollard::errors::Error,
+    ) -> Self {
+        Self::Docker {
+            action,
+            subject: subject.into(),
+            source,
+        }
+    }
+
+    /// Wrap an I/O error.
+    pub(crate) fn io(action: &'static str, path: &std::path::Path, source: std::io::Error) -> Self {
+        Self::Io {
+            action,
+            path: path.display().to_string(),
+            source,
+        }
+    }
+}
+
+/// Whether a Docker error is an HTTP 404 (no such container/image).
+pub(crate) fn is_not_found(e: &bollard::errors::Error) -> bool {
+    matches!(
+        e,
+        bollard::errors::Error::DockerResponseServerError { status_code: 404, .. }
+    )
+}

@@ -1,0 +1,36 @@
+//! The local node: runs Kubernetes Pod specs on the local Docker Engine the way dockershim
+//! did, so every executor backend can run for real on one machine.
+//!
+//! A pod gets a pause container (`POD`) holding its IPC namespace (and its PID namespace
+//! when `shareProcessNamespace` is set); every container joins it, with host networking so
+//! containers reach endpoints on loopback. Volumes are host directories (`emptyDir`,
+//! `hostPath`, `downwardAPI`), mounted with subPath support. Containers carry dockershim's
+//! labels (`io.kubernetes.pod.name/namespace/uid`, `io.kubernetes.container.name`), which
+//! is how the docker backend finds them. The live [`k8s_openapi::api::core::v1::PodStatus`]
+//! is published on a watch channel.
+//!
+//! ```no_run
+//! # async fn demo(pod: k8s_openapi::api::core::v1::Pod) -> Result<(), argoexec_node::NodeError> {
+//! let node = argoexec_node::LocalNode::connect(Default::default()).await?;
+//! let run = node.start_pod(pod).await?;
+//! let status = run.finished().await;
+//! println!("{:?}", status.phase);
+//! run.cleanup().await
+//! # }
+//! ```
+
+pub mod downward;
+mod error;
+mod expand;
+mod lifecycle;
+mod node;
+pub mod quantity;
+mod run;
+pub mod spec;
+pub mod status;
+mod volumes;
+
+pub use error::NodeError;
+pub use node::{LocalNode, NodeConfig};
+pub use run::{PodRun, StopReason};
+pub use volumes::HostVolume;

@@ -1,0 +1,201 @@
+//! One pod's life on the local node, as the kubelet runs a `restartPolicy: Never` pod: init
+//! containers one at a time in order (the first failure fails the pod), then every container
+//! started in declaration order and waited for concurrently; the pod is `Succeeded` when all
+//! exit 0, `Failed` otherwise. A stop request (deletion) or `activeDeadlineSeconds` stops the
+//! running containers with Docker's TERM → grace → KILL, and no further container starts.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bollard::query_parameters::{StopContainerOptions, WaitContainerOptions};
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
+use k8s_openapi::api::core::v1::Container;
+
+use crate::node::docker_name;
+use crate::run::{Shared, StopReason};
+use crate::spec::{PodContext, create_body};
+use crate::status::{self, FAILED, RUNNING, SUCCEEDED};
+
+/// Kubernetes' default `terminationGracePeriodSeconds`.
+const DEFAULT_GRACE: Duration = Duration::from_secs(30);
+
+/// Drive the pod to a terminal phase.
+pub(crate) async fn run(s: Arc<Shared>) {
+    let killer = tokio::spawn(killer(s.clone()));
+    let init_failed = drive(&s).await;
+    let stop = s.stop_request();
+    s.status.send_modify(|st| {
+        let all_ok = st
+            .container_statuses
+            .iter()
+            .flatten()
+            .all(|c| status::exit_code_of(c) == Some(0));
+        if let Some((_, StopReason::DeadlineExceeded)) = stop {
+            st.phase = Some(FAILED.into());
+            st.reason = Some("DeadlineExceeded".into());
+            st.message = Some("Pod was active on the node longer than the specified deadline".into());
+        } else if let Some(name) = &init_failed {
+            st.phase = Some(FAILED.into());
+            st.message = Some(format!("init container {name:?} failed"));
+        } else {
+            st.phase = Some(if all_ok { SUCCEEDED } else { FAILED }.into());
+        }
+    });
+    killer.abort();
+}
+
+/// Returns the name of the init container that failed, if one did.
+async fn drive(s: &Shared) -> Option<String> {
+    let spec = s.pod.spec.as_ref()?;
+    for c in spec.init_containers.iter().flatten() {
+        if s.stop.is_cancelled() {
+            return None;
+        }
+        let Some(id) = start(s, c).await else {
+            return Some(c.name.clone());
+        };
+        if wait_exit(s, &c.name, &id).await != 0 {
+            return Some(c.name.clone());
+        }
+    }
+    s.status.send_modify(|st| {
+        st.phase = Some(RUNNING.into());
+        for cs in st.container_statuses.iter_mut().flatten() {
+            *cs = status::waiting(&cs.name, &cs.image, "ContainerCreating");
+        }
+    });
+    let mut waits = FuturesUnordered::new();
+    for c in &spec.containers {
+        if s.stop.is_cancelled() {
+            break;
+        }
+        if let Some(id) = start(s, c).await {
+            waits.push(async move { wait_exit(s, &c.name, &id).await });
+        }
+    }
+    while waits.next().await.is_some() {}
+    None
+}
+
+/// Create and start `c`; `None` when it could not run (its status then says why).
+async fn start(s: &Shared, c: &Container) -> Option<String> {
+    let term_dir = s.pod_dir.join("termination");
+    let term_file = term_dir.join(&c.name);
+    let prepared = crate::volumes::make_dir(&term_dir, 0o755).and_then(|()| {
+        std::fs::write(&term_file, b"").map_err(|e| crate::NodeError::io("create", &term_file, e))?;
+        crate::volumes::make_dir_mode(&term_file, 0o666)
+    });
+    let ctx = PodContext {
+        pod: &s.pod,
+        node_name: &s.node_name,
+        node_label: &s.node_label,
+        pause_id: &s.pause_id,
+        volumes: &s.volumes,
+        termination_file: term_file,
+    };
+    let body = match prepared.and_then(|()| create_body(&ctx, c)) {
+        Ok(b) => b,
+        Err(e) => {
+            s.status
+                .send_modify(|st| status::set_cannot_run(st, &c.name, "", None, e.to_string()));
+            return None;
+        }
+    };
+    let opts = bollard::query_parameters::CreateContainerOptions {
+        name: Some(docker_name(&s.pod, &c.name)),
+        ..Default::default()
+    };
+    let id = match s.docker.create_container(Some(opts), body).await {
+        Ok(r) => r.id,
+        Err(e) => {
+            s.status
+                .send_modify(|st| status::set_cannot_run(st, &c.name, "", None, engine_message(&e)));
+            return None;
+        }
+    };
+    s.record(&c.name, &id);
+    if let Err(e) = s.docker.start_container(&id, None).await {
+        let code = s
+            .docker
+            .inspect_container(&id, None)
+            .await
+            .ok()
+            .and_then(|i| i.state?.exit_code);
+        s.status
+            .send_modify(|st| status::set_cannot_run(st, &c.name, &id, code, engine_message(&e)));
+        return None;
+    }
+    tracing::debug!(pod = s.pod.metadata.name.as_deref(), container = %c.name, %id, "container started");
+    s.status.send_modify(|st| status::set_running(st, &c.name, &id));
+    if let Some((grace, _)) = s.stop_request() {
+        // The stop raced with this start; the killer may not have seen this container.
+        stop_one(s, &id, grace).await;
+    }
+    Some(id)
+}
+
+/// Wait for container `id` to stop and record how it ended; returns its exit code.
+async fn wait_exit(s: &Shared, name: &str, id: &str) -> i64 {
+    let opts = WaitContainerOptions {
+        condition: "not-running".into(),
+    };
+    let code = match s.docker.wait_container(id, Some(opts)).next().await {
+        Some(Ok(r)) => r.status_code,
+        Some(Err(bollard::errors::Error::DockerContainerWaitError { code, .. })) => code,
+        Some(Err(e)) => {
+            tracing::warn!(container = name, error = %e, "waiting for container failed");
+            -1
+        }
+        None => -1,
+    };
+    let inspect = s.docker.inspect_container(id, None).await.ok();
+    let message = status::read_termination_message(&s.pod_dir.join("termination").join(name));
+    s.status
+        .send_modify(|st| status::set_terminated(st, name, id, inspect.as_ref(), message, code as i32));
+    code
+}
+
+/// Wait for a stop request or the pod's deadline, then stop every container.
+async fn killer(s: Arc<Shared>) {
+    let spec = s.pod.spec.as_ref();
+    let grace = spec
+        .and_then(|p| p.termination_grace_period_seconds)
+        .map_or(DEFAULT_GRACE, |g| Duration::from_secs(g.max(0) as u64));
+    let deadline = spec
+        .and_then(|p| p.active_deadline_seconds)
+        .map(|d| Duration::from_secs(d.max(0) as u64));
+    tokio::select! {
+        () = s.stop.cancelled() => {}
+        () = sleep_or_forever(deadline) => s.request_stop(grace, StopReason::DeadlineExceeded),
+    }
+    let grace = s.stop_request().map_or(Duration::ZERO, |(g, _)| g);
+    let ids = s.app_ids();
+    futures::future::join_all(ids.iter().map(|id| stop_one(&s, id, grace))).await;
+}
+
+async fn sleep_or_forever(d: Option<Duration>) {
+    match d {
+        Some(d) => tokio::time::sleep(d).await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn stop_one(s: &Shared, id: &str, grace: Duration) {
+    let t = i32::try_from(grace.as_secs()).unwrap_or(i32::MAX);
+    let opts = StopContainerOptions {
+        t: Some(t),
+        signal: None,
+    };
+    if let Err(e) = s.docker.stop_container(id, Some(opts)).await {
+        tracing::debug!(container = %id, error = %e, "stop container");
+    }
+}
+
+/// The Engine's own message, without bollard's "Docker responded with status code" prefix.
+fn engine_message(e: &bollard::errors::Error) -> String {
+    match e {
+        bollard::errors::Error::DockerResponseServerError { message, .. } => message.clone(),
+        other => other.to_string(),
+    }
+}

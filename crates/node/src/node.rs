@@ -1,0 +1,269 @@
+//! [`LocalNode`]: the entry point. Connects to the Docker Engine and starts pods: checks the
+//! spec and images before creating anything, assigns the UID, prepares volumes, creates the
+//! pause container that holds the pod's IPC (and PID) namespaces, then hands the pod to its
+//! lifecycle task and returns a [`PodRun`].
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bollard::query_parameters::{CreateContainerOptions, ListContainersOptions};
+use bollard::{API_DEFAULT_VERSION, Docker};
+use k8s_openapi::api::core::v1::Pod;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::{NodeError, is_not_found};
+use crate::run::{PodRun, Shared, remove_containers};
+use crate::spec::{LABEL_NODE, labels};
+use crate::status;
+use crate::volumes;
+
+/// How the local node is set up.
+#[derive(Debug, Clone)]
+pub struct NodeConfig {
+    /// The Docker Engine socket.
+    pub docker_socket: PathBuf,
+    /// Host directory under which each pod gets `<uid>/` for its volumes and termination files.
+    pub state_dir: PathBuf,
+    /// The node's name (`spec.nodeName`, `ARGO_KUBELET_NODE_NAME`).
+    pub node_name: String,
+    /// Image of the pause container (the executor image has a `pause` command).
+    pub pause_image: String,
+    /// Entrypoint of the pause container.
+    pub pause_command: Vec<String>,
+    /// Value of the `io.argoexec-rs.node` label on every container this node makes.
+    pub node_label: String,
+}
+
+impl Default for NodeConfig {
+    fn default() -> Self {
+        Self {
+            docker_socket: PathBuf::from("/var/run/docker.sock"),
+            state_dir: std::env::temp_dir().join("argoexec-node"),
+            node_name: "argoexec-local".into(),
+            pause_image: "argoexec:dev".into(),
+            pause_command: vec!["/argoexec".into(), "pause".into()],
+            node_label: format!("pid-{}", std::process::id()),
+        }
+    }
+}
+
+/// A connection to the local Docker Engine that runs pods.
+#[derive(Debug, Clone)]
+pub struct LocalNode {
+    docker: Docker,
+    config: NodeConfig,
+}
+
+impl LocalNode {
+    /// Connect and check that the Engine answers.
+    ///
+    /// # Errors
+    /// [`NodeError::Connect`] when the socket does not answer.
+    pub async fn connect(config: NodeConfig) -> Result<Self, NodeError> {
+        let socket = config.docker_socket.display().to_string();
+        let err = |source| NodeError::Connect {
+            socket: socket.clone(),
+            source,
+        };
+        let docker = Docker::connect_with_unix(&socket, 120, API_DEFAULT_VERSION).map_err(err)?;
+        let docker = docker.negotiate_version().await.map_err(err)?;
+        docker.ping().await.map_err(err)?;
+        Ok(Self { docker, config })
+    }
+
+    /// The Docker client (for callers that inspect containers themselves).
+    pub fn docker(&self) -> &Docker {
+        &self.docker
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &NodeConfig {
+        &self.config
+    }
+
+    /// Start `pod`. Nothing is left behind when this fails.
+    ///
+    /// # Errors
+    /// Invalid or unsupported specs, missing images, Docker or host I/O failures.
+    pub async fn start_pod(&self, mut pod: Pod) -> Result<PodRun, NodeError> {
+        let name = pod
+            .metadata
+            .name
+            .clone()
+            .filter(|n| !n.is_empty())
+            .ok_or_else(|| NodeError::Invalid {
+                pod: String::new(),
+                message: "metadata.name is required".into(),
+            })?;
+        let invalid = |message: String| NodeError::Invalid {
+            pod: name.clone(),
+            message,
+        };
+        let spec = pod
+            .spec
+            .as_mut()
+            .ok_or_else(|| invalid("spec is required".into()))?;
+        if spec.containers.is_empty() {
+            return Err(invalid("spec.containers must not be empty".into()));
+        }
+        match spec.restart_policy.as_deref() {
+            None | Some("Never") => spec.restart_policy = Some("Never".into()),
+            Some(other) => {
+                return Err(NodeError::Unsupported {
+                    pod: name,
+                    what: format!("restartPolicy {other}"),
+                });
+            }
+        }
+        spec.node_name = Some(self.config.node_name.clone());
+        let mut images: Vec<(String, String)> = Vec::new();
+        for c in spec.init_containers.iter().flatten().chain(&spec.containers) {
+            let image = c
+                .image
+                .clone()
+                .ok_or_else(|| invalid(format!("container {:?} has no image", c.name)))?;
+            images.push((c.name.clone(), image));
+        }
+        images.push(("POD".into(), self.config.pause_image.clone()));
+        for (container, image) in images {
+            match self.docker.inspect_image(&image).await {
+                Ok(_) => {}
+                Err(e) if is_not_found(&e) => return Err(NodeError::ImageMissing { container, image }),
+                Err(e) => return Err(NodeError::docker("inspect image", image, e)),
+            }
+        }
+        if pod.metadata.uid.as_deref().is_none_or(str::is_empty) {
+            pod.metadata.uid = Some(new_uid());
+        }
+        if pod.metadata.namespace.is_none() {
+            pod.metadata.namespace = Some("default".into());
+        }
+        let uid = pod.metadata.uid.clone().unwrap_or_default();
+        let pod_dir = self.config.state_dir.join(&uid);
+        volumes::make_dir(&pod_dir, 0o755)?;
+        let prepared = match volumes::prepare(&pod, &self.config.node_name, &pod_dir) {
+            Ok(v) => v,
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&pod_dir);
+                return Err(e);
+            }
+        };
+        let pause_id = match self.create_pause(&pod).await {
+            Ok(id) => id,
+            Err((id, e)) => {
+                if let Some(id) = id {
+                    remove_containers(&self.docker, &[id]).await;
+                }
+                let _ = std::fs::remove_dir_all(&pod_dir);
+                return Err(e);
+            }
+        };
+        let (tx, _) = watch::channel(status::initial(&pod));
+        let shared = Arc::new(Shared {
+            docker: self.docker.clone(),
+            node_name: self.config.node_name.clone(),
+            node_label: self.config.node_label.clone(),
+            pod,
+            pod_dir,
+            volumes: prepared,
+            pause_id: pause_id.clone(),
+            status: tx,
+            ids: std::sync::Mutex::new(vec![("POD".into(), pause_id)]),
+            stop: CancellationToken::new(),
+            stop_grace: std::sync::Mutex::new(None),
+        });
+        Ok(PodRun::spawn(shared))
+    }
+
+    async fn create_pause(&self, pod: &Pod) -> Result<String, (Option<String>, NodeError)> {
+        let pod_name = pod.metadata.name.clone().unwrap_or_default();
+        let body = bollard::models::ContainerCreateBody {
+            image: Some(self.config.pause_image.clone()),
+            entrypoint: Some(self.config.pause_command.clone()),
+            cmd: Some(vec![]),
+            labels: Some(labels(pod, &self.config.node_label, "POD")),
+            host_config: Some(bollard::models::HostConfig {
+                network_mode: Some("host".into()),
+                ipc_mode: Some("shareable".into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let opts = CreateContainerOptions {
+            name: Some(docker_name(pod, "POD")),
+            ..Default::default()
+        };
+        let id = self
+            .docker
+            .create_container(Some(opts), body)
+            .await
+            .map_err(|e| (None, NodeError::docker("create pause container", &pod_name, e)))?
+            .id;
+        self.docker.start_container(&id, None).await.map_err(|e| {
+            (
+                Some(id.clone()),
+                NodeError::docker("start pause container", &pod_name, e),
+            )
+        })?;
+        Ok(id)
+    }
+
+    /// IDs of every container (running or not) that carries this node's label.
+    ///
+    /// # Errors
+    /// Docker failures.
+    pub async fn leftover_containers(&self) -> Result<Vec<String>, NodeError> {
+        let filters = std::collections::HashMap::from([(
+            "label".to_string(),
+            vec![format!("{LABEL_NODE}={}", self.config.node_label)],
+        )]);
+        let list = self
+            .docker
+            .list_containers(Some(ListContainersOptions {
+                all: true,
+                filters: Some(filters),
+                ..Default::default()
+            }))
+            .await
+            .map_err(|e| NodeError::docker("list containers", &self.config.node_label, e))?;
+        Ok(list.into_iter().filter_map(|c| c.id).collect())
+    }
+
+    /// Remove every container carrying this node's label (a crashed run's leftovers).
+    ///
+    /// # Errors
+    /// Docker failures while listing.
+    pub async fn sweep(&self) -> Result<usize, NodeError> {
+        let ids = self.leftover_containers().await?;
+        remove_containers(&self.docker, &ids).await;
+        Ok(ids.len())
+    }
+}
+
+/// dockershim's container name: `k8s_<container>_<pod>_<namespace>_<uid>_0`.
+pub(crate) fn docker_name(pod: &Pod, container: &str) -> String {
+    format!(
+        "k8s_{container}_{}_{}_{}_0",
+        pod.metadata.name.as_deref().unwrap_or(""),
+        pod.metadata.namespace.as_deref().unwrap_or("default"),
+        pod.metadata.uid.as_deref().unwrap_or("")
+    )
+}
+
+/// A random RFC 4122 UUID from the kernel, or a time-and-pid one when that is unavailable.
+fn new_uid() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/random/uuid")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| {
+            let t = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or(Duration::ZERO);
+            format!(
+                "{:08x}-0000-4000-8000-{:012x}",
+                std::process::id(),
+                t.as_nanos() as u64 & 0xffff_ffff_ffff
+            )
+        })
+}

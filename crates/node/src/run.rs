@@ -1,0 +1,200 @@
+//! [`PodRun`]: the handle of one pod on the local node. Callers subscribe to its live
+//! [`PodStatus`], wait for it to finish, stop it (like a pod deletion: TERM, grace, KILL),
+//! read its volumes, and finally [`PodRun::cleanup`] it, which removes every container
+//! (pause included) and every directory the node made for it.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bollard::Docker;
+use bollard::query_parameters::RemoveContainerOptions;
+use k8s_openapi::api::core::v1::{Pod, PodStatus};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::{NodeError, is_not_found};
+use crate::lifecycle;
+use crate::status::is_terminal;
+use crate::volumes::HostVolume;
+
+/// State shared by the handle and the pod's tasks.
+pub(crate) struct Shared {
+    pub docker: Docker,
+    pub node_name: String,
+    pub node_label: String,
+    pub pod: Pod,
+    pub pod_dir: PathBuf,
+    pub volumes: HashMap<String, HostVolume>,
+    pub pause_id: String,
+    pub status: watch::Sender<PodStatus>,
+    /// `(container name, Docker ID)` of every container created, `POD` first.
+    pub ids: Mutex<Vec<(String, String)>>,
+    /// Fired to stop the pod (deletion, deadline, cleanup).
+    pub stop: CancellationToken,
+    /// Grace period requested with the stop, and why.
+    pub stop_grace: Mutex<Option<(Duration, StopReason)>>,
+}
+
+/// Why a pod was stopped before its containers ended by themselves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    /// `activeDeadlineSeconds` passed (kubelet reason `DeadlineExceeded`).
+    DeadlineExceeded,
+    /// A caller stopped it (a pod deletion).
+    Deleted,
+}
+
+impl Shared {
+    /// IDs of every created container except the pause container.
+    pub fn app_ids(&self) -> Vec<String> {
+        let ids = self.ids.lock().unwrap_or_else(|p| p.into_inner());
+        ids.iter()
+            .filter(|(n, _)| n != "POD")
+            .map(|(_, id)| id.clone())
+            .collect()
+    }
+
+    /// Record a created container.
+    pub fn record(&self, name: &str, id: &str) {
+        self.ids
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((name.into(), id.into()));
+    }
+
+    /// Request a stop once; later requests keep the first reason.
+    pub fn request_stop(&self, grace: Duration, reason: StopReason) {
+        let mut g = self.stop_grace.lock().unwrap_or_else(|p| p.into_inner());
+        if g.is_none() {
+            *g = Some((grace, reason));
+        }
+        drop(g);
+        self.stop.cancel();
+    }
+
+    /// The stop request, if any.
+    pub fn stop_request(&self) -> Option<(Duration, StopReason)> {
+        *self.stop_grace.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// A pod running (or finished) on the local node.
+pub struct PodRun {
+    shared: Arc<Shared>,
+    task: Option<JoinHandle<()>>,
+    cleaned: bool,
+}
+
+impl PodRun {
+    pub(crate) fn spawn(shared: Arc<Shared>) -> Self {
+        let task = tokio::spawn(lifecycle::run(shared.clone()));
+        Self {
+            shared,
+            task: Some(task),
+            cleaned: false,
+        }
+    }
+
+    /// The pod as the node runs it (UID, namespace, nodeName filled in).
+    pub fn pod(&self) -> &Pod {
+        &self.shared.pod
+    }
+
+    /// A subscription to the live status.
+    pub fn status(&self) -> watch::Receiver<PodStatus> {
+        self.shared.status.subscribe()
+    }
+
+    /// The current status.
+    pub fn current(&self) -> PodStatus {
+        self.shared.status.borrow().clone()
+    }
+
+    /// Wait until the pod is `Succeeded` or `Failed` and return that status.
+    pub async fn finished(&self) -> PodStatus {
+        let mut rx = self.status();
+        match rx.wait_for(|s| is_terminal(s.phase.as_deref())).await {
+            Ok(s) => s.clone(),
+            Err(_) => self.current(),
+        }
+    }
+
+    /// Stop the pod like a deletion: SIGTERM to every container, SIGKILL after `grace`.
+    pub fn stop(&self, grace: Duration) {
+        self.shared.request_stop(grace, StopReason::Deleted);
+    }
+
+    /// The host directory backing volume `name`.
+    pub fn volume_path(&self, name: &str) -> Option<&Path> {
+        self.shared.volumes.get(name).map(|v| v.path.as_path())
+    }
+
+    /// The Docker ID of container `name` (`POD` for the pause container).
+    pub fn container_id(&self, name: &str) -> Option<String> {
+        let ids = self.shared.ids.lock().unwrap_or_else(|p| p.into_inner());
+        ids.iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .map(|(_, id)| id.clone())
+    }
+
+    /// Stop the pod if it still runs (no grace), then remove every container and every
+    /// directory the node made for it. Safe to call on a finished pod.
+    ///
+    /// # Errors
+    /// The first host-directory removal failure (containers are removed regardless).
+    pub async fn cleanup(mut self) -> Result<(), NodeError> {
+        self.cleaned = true;
+        if !is_terminal(self.current().phase.as_deref()) {
+            self.shared.request_stop(Duration::ZERO, StopReason::Deleted);
+        }
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+        let ids: Vec<String> = {
+            let ids = self.shared.ids.lock().unwrap_or_else(|p| p.into_inner());
+            ids.iter().map(|(_, id)| id.clone()).collect()
+        };
+        remove_containers(&self.shared.docker, &ids).await;
+        match std::fs::remove_dir_all(&self.shared.pod_dir) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(NodeError::io("remove pod directory", &self.shared.pod_dir, e)),
+        }
+    }
+}
+
+impl Drop for PodRun {
+    fn drop(&mut self) {
+        if !self.cleaned {
+            tracing::warn!(
+                pod = self.shared.pod.metadata.name.as_deref().unwrap_or(""),
+                "pod handle dropped without cleanup; its containers carry label io.argoexec-rs.node={}",
+                self.shared.node_label
+            );
+        }
+    }
+}
+
+/// Force-remove containers (and their anonymous volumes), ignoring ones already gone.
+pub(crate) async fn remove_containers(docker: &Docker, ids: &[String]) {
+    let opts = RemoveContainerOptions {
+        force: true,
+        v: true,
+        ..Default::default()
+    };
+    let removals = ids.iter().map(|id| {
+        let opts = opts.clone();
+        async move {
+            match docker.remove_container(id, Some(opts)).await {
+                Ok(()) => {}
+                Err(e) if is_not_found(&e) => {}
+                Err(e) => tracing::warn!(container = %id, error = %e, "could not remove container"),
+            }
+        }
+    });
+    futures::future::join_all(removals).await;
+}

@@ -1,0 +1,244 @@
+//! Turning one Kubernetes container of a pod into a Docker create request, as dockershim
+//! did: `command` → Entrypoint and `args` → Cmd (so an explicit command drops the image's
+//! Cmd), env with `fieldRef`/`resourceFieldRef` resolved and `$(VAR)` references expanded,
+//! volume mounts as bind mounts (subPath directories created like the kubelet does), the
+//! termination-message file, securityContext user/capabilities/privileged/read-only root,
+//! resource limits, host networking, and the pause container's IPC (and PID, with
+//! `shareProcessNamespace`) namespaces.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use bollard::models::{ContainerCreateBody, HostConfig, Mount, MountType};
+use k8s_openapi::api::core::v1::{Container, Pod};
+
+use crate::downward::field_value;
+use crate::error::NodeError;
+use crate::expand::expand;
+use crate::quantity::{cpu_nanos, memory_bytes};
+use crate::volumes::{HostVolume, make_dir, safe_relative};
+
+/// Label keys dockershim put on containers (what Argo's docker executor looks up).
+pub const LABEL_POD_NAME: &str = "io.kubernetes.pod.name";
+/// Pod namespace label.
+pub const LABEL_POD_NAMESPACE: &str = "io.kubernetes.pod.namespace";
+/// Pod UID label.
+pub const LABEL_POD_UID: &str = "io.kubernetes.pod.uid";
+/// Container name label (`POD` for the pause container).
+pub const LABEL_CONTAINER_NAME: &str = "io.kubernetes.container.name";
+/// The local node's own label: which node instance made the container (for leak checks).
+pub const LABEL_NODE: &str = "io.argoexec-rs.node";
+
+/// Where the kubelet mounts the termination-message file by default.
+pub const DEFAULT_TERMINATION_PATH: &str = "/dev/termination-log";
+
+/// What a container needs from its pod to be created.
+pub struct PodContext<'a> {
+    /// The pod (with its UID assigned).
+    pub pod: &'a Pod,
+    /// The node's name (`spec.nodeName`).
+    pub node_name: &'a str,
+    /// The node's label value.
+    pub node_label: &'a str,
+    /// The pause container's ID.
+    pub pause_id: &'a str,
+    /// Prepared volumes by name.
+    pub volumes: &'a HashMap<String, HostVolume>,
+    /// Host file bind-mounted as this container's termination-message file.
+    pub termination_file: PathBuf,
+}
+
+/// The labels for container `name` of `pod`.
+pub fn labels(pod: &Pod, node_label: &str, name: &str) -> HashMap<String, String> {
+    HashMap::from([
+        (
+            LABEL_POD_NAME.into(),
+            pod.metadata.name.clone().unwrap_or_default(),
+        ),
+        (
+            LABEL_POD_NAMESPACE.into(),
+            pod.metadata.namespace.clone().unwrap_or_else(|| "default".into()),
+        ),
+        (LABEL_POD_UID.into(), pod.metadata.uid.clone().unwrap_or_default()),
+        (LABEL_CONTAINER_NAME.into(), name.into()),
+        (LABEL_NODE.into(), node_label.into()),
+    ])
+}
+
+/// The Docker create body for container `c`.
+///
+/// # Errors
+/// Unsupported env sources or volume mounts, unknown volumes, host I/O failures.
+pub fn create_body(ctx: &PodContext<'_>, c: &Container) -> Result<ContainerCreateBody, NodeError> {
+    let pod = ctx.pod;
+    let pod_name = pod.metadata.name.clone().unwrap_or_default();
+    let env = resolve_env(ctx, c, &pod_name)?;
+    let lookup: HashMap<&str, &str> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let expand_all = |v: &Option<Vec<String>>| {
+        v.as_ref()
+            .map(|xs| xs.iter().map(|x| expand(x, &lookup)).collect())
+    };
+
+    let spec = pod.spec.as_ref();
+    let pod_sc = spec.and_then(|s| s.security_context.as_ref());
+    let sc = c.security_context.as_ref();
+    let uid = sc
+        .and_then(|s| s.run_as_user)
+        .or_else(|| pod_sc.and_then(|s| s.run_as_user));
+    let gid = sc
+        .and_then(|s| s.run_as_group)
+        .or_else(|| pod_sc.and_then(|s| s.run_as_group));
+    let user = match (uid, gid) {
+        (Some(u), Some(g)) => Some(format!("{u}:{g}")),
+        (Some(u), None) => Some(u.to_string()),
+        (None, Some(g)) => Some(format!("0:{g}")),
+        (None, None) => None,
+    };
+    let caps = sc.and_then(|s| s.capabilities.as_ref());
+    let limits = c.resources.as_ref().and_then(|r| r.limits.as_ref());
+    let memory = limits
+        .and_then(|l| l.get("memory"))
+        .and_then(|q| memory_bytes(&q.0));
+    let nano_cpus = limits.and_then(|l| l.get("cpu")).and_then(|q| cpu_nanos(&q.0));
+    let share_pid = spec.and_then(|s| s.share_process_namespace).unwrap_or(false);
+
+    let mut mounts = mounts(ctx, c, &pod_name)?;
+    let term_path = c
+        .termination_message_path
+        .clone()
+        .unwrap_or_else(|| DEFAULT_TERMINATION_PATH.into());
+    mounts.push(bind(&ctx.termination_file, &term_path, false));
+
+    Ok(ContainerCreateBody {
+        image: c.image.clone(),
+        entrypoint: expand_all(&c.command),
+        cmd: expand_all(&c.args),
+        env: Some(env.iter().map(|(k, v)| format!("{k}={v}")).collect()),
+        working_dir: c.working_dir.clone(),
+        user,
+        tty: c.tty,
+        open_stdin: c.stdin,
+        labels: Some(labels(pod, ctx.node_label, &c.name)),
+        host_config: Some(HostConfig {
+            network_mode: Some("host".into()),
+            ipc_mode: Some(format!("container:{}", ctx.pause_id)),
+            pid_mode: share_pid.then(|| format!("container:{}", ctx.pause_id)),
+            privileged: sc.and_then(|s| s.privileged),
+            cap_add: caps.and_then(|c| c.add.clone()),
+            cap_drop: caps.and_then(|c| c.drop.clone()),
+            readonly_rootfs: sc.and_then(|s| s.read_only_root_filesystem),
+            memory,
+            nano_cpus,
+            mounts: Some(mounts),
+            ..Default::default()
+        }),
+        ..Default::default()
+    })
+}
+
+/// Env in declaration order, values resolved; later `$(VAR)` see earlier ones.
+fn resolve_env(ctx: &PodContext<'_>, c: &Container, pod: &str) -> Result<Vec<(String, String)>, NodeError> {
+    if c.env_from.as_ref().is_some_and(|v| !v.is_empty()) {
+        return Err(NodeError::Unsupported {
+            pod: pod.into(),
+            what: format!("container {:?}: envFrom", c.name),
+        });
+    }
+    let mut out: Vec<(String, String)> = Vec::new();
+    for e in c.env.iter().flatten() {
+        let value = if let Some(from) = &e.value_from {
+            if let Some(f) = &from.field_ref {
+                field_value(ctx.pod, ctx.node_name, &f.field_path).ok_or_else(|| NodeError::Unsupported {
+                    pod: pod.into(),
+                    what: format!(
+                        "container {:?}: env {:?} fieldPath {:?}",
+                        c.name, e.name, f.field_path
+                    ),
+                })?
+            } else if let Some(r) = &from.resource_field_ref {
+                resource_value(c, &r.resource)
+            } else {
+                return Err(NodeError::Unsupported {
+                    pod: pod.into(),
+                    what: format!(
+                        "container {:?}: env {:?} from a secret or config map",
+                        c.name, e.name
+                    ),
+                });
+            }
+        } else {
+            let known: HashMap<&str, &str> = out.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            expand(e.value.as_deref().unwrap_or(""), &known)
+        };
+        out.retain(|(k, _)| k != &e.name);
+        out.push((e.name.clone(), value));
+    }
+    Ok(out)
+}
+
+/// `limits.cpu` (rounded up to whole cores) / `limits.memory` (bytes), as the kubelet gives them.
+fn resource_value(c: &Container, resource: &str) -> String {
+    let limits = c.resources.as_ref().and_then(|r| r.limits.as_ref());
+    let get = |k: &str| limits.and_then(|l| l.get(k)).map(|q| q.0.clone());
+    match resource {
+        "limits.cpu" => get("cpu")
+            .and_then(|q| cpu_nanos(&q))
+            .map(|n| ((n + 999_999_999) / 1_000_000_000).to_string())
+            .unwrap_or_else(|| {
+                std::thread::available_parallelism()
+                    .map_or(1, |n| n.get())
+                    .to_string()
+            }),
+        "limits.memory" => get("memory")
+            .and_then(|q| memory_bytes(&q))
+            .map(|b| b.to_string())
+            .unwrap_or_default(),
+        _ => String::new(),
+    }
+}
+
+fn mounts(ctx: &PodContext<'_>, c: &Container, pod: &str) -> Result<Vec<Mount>, NodeError> {
+    let mut out = Vec::new();
+    for m in c.volume_mounts.iter().flatten() {
+        let v = ctx.volumes.get(&m.name).ok_or_else(|| NodeError::Invalid {
+            pod: pod.into(),
+            message: format!(
+                "container {:?} mounts volume {:?}, which the pod does not declare",
+                c.name, m.name
+            ),
+        })?;
+        let source = match m.sub_path.as_deref().filter(|s| !s.is_empty()) {
+            None => v.path.clone(),
+            Some(sub) => {
+                let rel = safe_relative(sub).ok_or_else(|| NodeError::Invalid {
+                    pod: pod.into(),
+                    message: format!(
+                        "container {:?}: subPath {sub:?} must be relative without '..'",
+                        c.name
+                    ),
+                })?;
+                let p = v.path.join(rel);
+                if !p.exists() {
+                    make_dir(&p, 0o777)?;
+                }
+                p
+            }
+        };
+        out.push(bind(
+            &source,
+            &m.mount_path,
+            m.read_only.unwrap_or(false) || v.force_read_only,
+        ));
+    }
+    Ok(out)
+}
+
+fn bind(source: &Path, target: &str, read_only: bool) -> Mount {
+    Mount {
+        source: Some(source.display().to_string()),
+        target: Some(target.to_string()),
+        typ: Some(MountType::BIND),
+        read_only: Some(read_only),
+        ..Default::default()
+    }
+}
