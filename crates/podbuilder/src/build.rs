@@ -278,6 +278,17 @@ pub fn build_pod(
             ..mount(DOCKER_SOCK, "/var/run/docker.sock")
         });
     }
+    // Supplied input artifacts outside user volumes are subPath mounts in main; wait sees
+    // them under /mainctrfs too, so an output at an input's path is read from there.
+    for a in &template.inputs.artifacts {
+        let Some(p) = a.path.as_deref() else { continue };
+        if template.overlapping_volume(Path::new(p)).is_none() && (a.is_supplied() || !a.optional) {
+            wait_mounts.push(core::VolumeMount {
+                sub_path: Some(a.name.clone()),
+                ..mount(INPUT_ARTIFACTS, &format!("/mainctrfs{p}"))
+            });
+        }
+    }
     let mut wait = executor_container("wait", "wait", wait_mounts);
     if executor == ExecutorKind::Pns {
         let mut sc = wait.security_context.clone().unwrap_or_default();

@@ -81,7 +81,7 @@ const KNOWN: &[&str] = &[
 ];
 
 fn yaml(text: &str) -> Result<Value, String> {
-    serde_saphyr::from_str::<Value>(text).map_err(|e| e.to_string())
+    crate::parse_manifest::<Value>(text).map_err(|e| e.to_string())
 }
 
 fn invalid(key: &str, message: impl ToString) -> ConfigError {

@@ -81,7 +81,8 @@ impl Workflow {
     /// # Errors
     /// [`WorkflowError::Parse`] with the reason.
     pub fn from_yaml(text: &str) -> Result<Self, WorkflowError> {
-        let m: Manifest = serde_saphyr::from_str(text).map_err(|e| WorkflowError::Parse(e.to_string()))?;
+        let m: Manifest =
+            crate::parse_manifest::<_>(text).map_err(|e| WorkflowError::Parse(e.to_string()))?;
         match m.kind.as_deref() {
             Some("Workflow") => {}
             Some(k) => return Err(WorkflowError::Parse(format!("kind is {k}, expected Workflow"))),

@@ -26,9 +26,19 @@ pub async fn capture<R: RuntimeExecutor>(
     if !runtime.capabilities().stdout_only_stream {
         tracing::warn!(executor = %runtime.kind(), "this executor cannot separate stdout from stderr: the result includes stderr");
     }
-    let mut stream = runtime
+    let mut stream = match runtime
         .output_stream(argoexec_core::template::MAIN, StreamKind::Stdout)
-        .await?;
+        .await
+    {
+        Ok(s) => s,
+        Err(e) if e.is_not_found() => {
+            // The main command never ran (e.g. its executable is missing); main's own exit
+            // says why, so there is no result rather than a second error.
+            tracing::warn!(error = %e, "main produced no output stream; no result");
+            return Ok(None);
+        }
+        Err(e) => return Err(e.into()),
+    };
     let mut tail: Vec<u8> = Vec::new();
     let mut buf = vec![0u8; 64 * 1024];
     let mut total = 0usize;

@@ -62,6 +62,12 @@ pub struct Args {
     /// The Docker Engine socket of the local node.
     #[arg(long, default_value = "/var/run/docker.sock")]
     pub docker_socket: PathBuf,
+    /// Host directory for pod volumes (default: $TMPDIR/argoexec-node).
+    #[arg(long, env = "ARGOEXEC_NODE_STATE_DIR", hide = true)]
+    pub node_state_dir: Option<PathBuf>,
+    /// Value of the io.argoexec-rs.node label on the run's containers (default: pid-<pid>).
+    #[arg(long, env = "ARGOEXEC_NODE_LABEL", hide = true)]
+    pub node_label: Option<String>,
 }
 
 /// Run; returns the exit status.
@@ -112,10 +118,13 @@ async fn execute(args: &Args) -> anyhow::Result<(Outcome, PathBuf)> {
     attach_repository(&mut pod, &repo);
     let mains = plan.template.main_container_names();
 
+    let defaults = NodeConfig::default();
     let node = LocalNode::connect(NodeConfig {
         docker_socket: args.docker_socket.clone(),
         pause_image: args.executor_image.clone(),
-        ..Default::default()
+        state_dir: args.node_state_dir.clone().unwrap_or(defaults.state_dir.clone()),
+        node_label: args.node_label.clone().unwrap_or(defaults.node_label.clone()),
+        ..defaults
     })
     .await?;
     let pod_run = node.start_pod(pod).await?;

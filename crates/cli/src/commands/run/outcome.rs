@@ -106,42 +106,32 @@ pub fn assess(status: &PodStatus, mains: &[String], report: Option<(&Outputs, Op
             );
         }
     }
-    for c in status
-        .container_statuses
-        .iter()
-        .flatten()
-        .filter(|c| mains.contains(&c.name))
-    {
+    if status.reason.as_deref() == Some("DeadlineExceeded") {
+        return done(
+            Phase::Failed,
+            Some(argoexec_flows::wait::DEADLINE_MESSAGE.to_string()),
+        );
+    }
+    let statuses = || status.container_statuses.iter().flatten();
+    for c in statuses().filter(|c| mains.contains(&c.name)) {
         if let Some(t) = term(c).filter(|t| t.exit_code != 0) {
-            let m = reported.clone().unwrap_or_else(|| {
-                format!(
-                    "{} (exit code {})",
-                    t.reason.clone().unwrap_or_else(|| "Error".into()),
-                    t.exit_code
-                )
-            });
-            let m = match t
-                .message
-                .filter(|_| t.reason.as_deref() == Some("ContainerCannotRun"))
-            {
-                Some(run_err) => format!("{m}: {run_err}"),
-                None => m,
+            let reason = t.reason.clone().unwrap_or_else(|| "Error".into());
+            let code = format!("{reason} (exit code {})", t.exit_code);
+            // The container's own termination message says most (e.g. the wrapper's "exec:
+            // executable file not found"); then the wait container's report; then the code.
+            let own = t.message.as_deref().map(str::trim).filter(|m| !m.is_empty());
+            let m = match (own, &reported) {
+                (Some(own), _) => format!("{code}: {own}"),
+                (None, Some(rep)) => rep.clone(),
+                (None, None) => code,
             };
             return done(Phase::Failed, Some(m));
         }
     }
-    for c in status
-        .container_statuses
-        .iter()
-        .flatten()
-        .filter(|c| c.name == "wait")
-    {
+    for c in statuses().filter(|c| c.name == "wait") {
         if term(c).is_some_and(|t| t.exit_code != 0) {
             return done(Phase::Error, describe(c).or(reported));
         }
-    }
-    if status.reason.as_deref() == Some("DeadlineExceeded") {
-        return done(Phase::Failed, reported.or_else(|| status.message.clone()));
     }
     for c in status
         .container_statuses

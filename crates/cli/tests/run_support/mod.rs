@@ -1,0 +1,219 @@
+//! Harness for `argoexec run` end-to-end tests on the real local Docker Engine: runs the
+//! binary with `-o json` under a unique node label and state directory, parses the result,
+//! and checks that no container or volume directory was left behind.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// The executors every end-to-end scenario runs with.
+pub const EXECUTORS: [&str; 2] = ["emissary", "docker"];
+
+const DOCKER: &str = "/usr/bin/docker";
+
+/// Fail loudly when Docker is not there (unless explicitly skipped); returns false to skip.
+pub fn docker_available() -> bool {
+    if std::env::var("ARGOEXEC_SKIP_DOCKER_TESTS").as_deref() == Ok("1") {
+        eprintln!("skipped: ARGOEXEC_SKIP_DOCKER_TESTS=1");
+        return false;
+    }
+    let ok = Command::new(docker())
+        .args(["image", "inspect", "argoexec:dev", "busybox:latest"])
+        .output();
+    match ok {
+        Ok(o) if o.status.success() => true,
+        _ => panic!(
+            "Docker Engine with images argoexec:dev and busybox:latest is required; run `bash scripts/setup.sh` \
+             (or set ARGOEXEC_SKIP_DOCKER_TESTS=1 to skip)"
+        ),
+    }
+}
+
+/// The docker CLI to use.
+pub fn docker() -> &'static str {
+    if Path::new(DOCKER).exists() {
+        DOCKER
+    } else {
+        "docker"
+    }
+}
+
+/// One finished `argoexec run`.
+pub struct RunResult {
+    /// The `-o json` document.
+    pub json: Value,
+    /// Exit status.
+    pub code: i32,
+    /// stderr.
+    pub stderr: String,
+    /// The artifact repository used.
+    pub repo: tempfile::TempDir,
+}
+
+impl RunResult {
+    /// `outputs.parameters[name].value`.
+    pub fn param(&self, name: &str) -> Option<String> {
+        self.json["outputs"]["parameters"]
+            .as_array()?
+            .iter()
+            .find(|p| p["name"] == name)
+            .and_then(|p| p["value"].as_str().map(str::to_string))
+    }
+
+    /// The host path of output artifact `name`.
+    pub fn artifact(&self, name: &str) -> Option<PathBuf> {
+        self.json["outputs"]["artifacts"]
+            .as_array()?
+            .iter()
+            .find(|p| p["name"] == name)
+            .and_then(|p| p["path"].as_str().map(PathBuf::from))
+    }
+
+    /// `phase`.
+    pub fn phase(&self) -> &str {
+        self.json["phase"].as_str().unwrap_or("")
+    }
+
+    /// `message` or "".
+    pub fn message(&self) -> &str {
+        self.json["message"].as_str().unwrap_or("")
+    }
+
+    /// `outputs.result`.
+    pub fn result(&self) -> Option<&str> {
+        self.json["outputs"]["result"].as_str()
+    }
+
+    /// Context for assertion messages.
+    pub fn dump(&self) -> String {
+        format!(
+            "exit {}\njson: {}\nstderr:\n{}",
+            self.code, self.json, self.stderr
+        )
+    }
+}
+
+/// Write `yaml` to a temp file and run it.
+pub fn run_yaml(yaml: &str, executor: &str, extra: &[&str]) -> RunResult {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("wf.yaml");
+    std::fs::write(&path, yaml).unwrap();
+    run_file(&path, executor, extra, None)
+}
+
+/// Run a workflow file with `executor`, optionally with a prepared artifact repository.
+pub fn run_file(path: &Path, executor: &str, extra: &[&str], repo: Option<tempfile::TempDir>) -> RunResult {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let label = format!("test-{}-{}", std::process::id(), N.fetch_add(1, Ordering::SeqCst));
+    let state = tempfile::tempdir().unwrap();
+    let repo = repo.unwrap_or_else(|| tempfile::tempdir().unwrap());
+    let child = Command::new(env!("CARGO_BIN_EXE_argoexec"))
+        .arg("run")
+        .arg(path)
+        .args(["-o", "json", "--executor", executor, "--artifacts"])
+        .arg(repo.path())
+        .args(extra)
+        .env("ARGOEXEC_NODE_LABEL", &label)
+        .env("ARGOEXEC_NODE_STATE_DIR", state.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = wait_output(child, Duration::from_secs(120));
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    let json: Value = serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|e| panic!("stdout is not one JSON object ({e}):\n{stdout}\nstderr:\n{stderr}"));
+    assert_nothing_left(&label, state.path());
+    RunResult {
+        json,
+        code: out.status.code().unwrap_or(-1),
+        stderr,
+        repo,
+    }
+}
+
+/// Wait for the child with an upper bound (a hung run fails the test instead of CI).
+fn wait_output(mut child: std::process::Child, limit: Duration) -> std::process::Output {
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        if rx.recv_timeout(limit).is_err() {
+            let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+        }
+    });
+    let stdout = child.stdout.take();
+    let stderr = child.stderr.take();
+    let read = |r: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            if let Some(mut r) = r {
+                let _ = r.read_to_end(&mut v);
+            }
+            v
+        })
+    };
+    let so = read(stdout.map(|s| Box::new(s) as Box<dyn std::io::Read + Send>));
+    let se = read(stderr.map(|s| Box::new(s) as Box<dyn std::io::Read + Send>));
+    let started = Instant::now();
+    let status = child.wait().unwrap();
+    let _ = tx.send(());
+    assert!(
+        started.elapsed() < limit,
+        "argoexec run did not finish within {limit:?}"
+    );
+    std::process::Output {
+        status,
+        stdout: so.join().unwrap(),
+        stderr: se.join().unwrap(),
+    }
+}
+
+/// No container with the run's node label, and an empty state directory.
+pub fn assert_nothing_left(label: &str, state: &Path) {
+    let out = Command::new(docker())
+        .args([
+            "ps",
+            "-aq",
+            "--filter",
+            &format!("label=io.argoexec-rs.node={label}"),
+        ])
+        .output()
+        .unwrap();
+    let ids = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert!(
+        out.status.success() && ids.is_empty(),
+        "containers left behind: {ids}"
+    );
+    let left: Vec<_> = std::fs::read_dir(state)
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "pod directories left behind: {left:?}");
+}
+
+/// The entries of a .tgz as `(path, contents)` (directories with empty contents).
+pub fn tgz_entries(path: &Path) -> Vec<(String, Vec<u8>)> {
+    let f = std::fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut ar = tar::Archive::new(flate2::read::MultiGzDecoder::new(f));
+    let mut out = Vec::new();
+    for e in ar.entries().unwrap() {
+        let mut e = e.unwrap();
+        let name = e.path().unwrap().display().to_string();
+        let mut v = Vec::new();
+        std::io::Read::read_to_end(&mut e, &mut v).unwrap();
+        out.push((name, v));
+    }
+    out
+}
+
+/// The repository's examples directory.
+pub fn example(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples")
+        .join(name)
+}
