@@ -1,0 +1,89 @@
+//! `argoexec run` on bad input: each case is a clear message on stderr, a JSON `Error` on
+//! stdout with `-o json`, exit status 2, and nothing left running.
+
+mod run_support;
+
+use run_support::{RunResult, docker_available, run_file, run_yaml};
+
+fn assert_refused(r: &RunResult, needle: &str) {
+    assert_eq!(r.code, 2, "{}", r.dump());
+    assert_eq!(r.phase(), "Error", "{}", r.dump());
+    assert!(r.message().contains(needle), "message should mention {needle:?}: {}", r.dump());
+    assert!(r.stderr.contains(needle), "stderr should mention {needle:?}: {}", r.dump());
+}
+
+#[test]
+fn missing_file() {
+    if !docker_available() {
+        return;
+    }
+    let r = run_file(std::path::Path::new("/nonexistent/wf.yaml"), "emissary", &[], None);
+    assert_refused(&r, "/nonexistent/wf.yaml");
+}
+
+#[test]
+fn not_a_workflow() {
+    if !docker_available() {
+        return;
+    }
+    let r = run_yaml("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata: {}\n", "emissary", &[]);
+    assert_refused(&r, "ConfigMap");
+    let r = run_yaml(": : not yaml [", "emissary", &[]);
+    assert_eq!((r.code, r.phase()), (2, "Error"), "{}", r.dump());
+}
+
+#[test]
+fn unknown_entrypoint_template() {
+    if !docker_available() {
+        return;
+    }
+    let y = "apiVersion: argoproj.io/v1alpha1\nkind: Workflow\nmetadata: {name: w}\nspec:\n  entrypoint: nope\n  templates:\n    - {name: main, container: {image: busybox, command: [echo]}}\n";
+    let r = run_yaml(y, "emissary", &[]);
+    assert_refused(&r, "nope");
+}
+
+#[test]
+fn image_not_present_locally() {
+    if !docker_available() {
+        return;
+    }
+    let y = "apiVersion: argoproj.io/v1alpha1\nkind: Workflow\nmetadata: {name: w}\nspec:\n  entrypoint: main\n  templates:\n    - {name: main, container: {image: 'registry.invalid/none:1', command: [echo]}}\n";
+    for ex in ["emissary", "docker"] {
+        let r = run_yaml(y, ex, &[]);
+        assert_refused(&r, "registry.invalid/none:1");
+        assert!(r.message().contains("\"main\""), "names the container: {}", r.dump());
+    }
+}
+
+#[test]
+fn unresolved_reference_and_bad_parameter() {
+    if !docker_available() {
+        return;
+    }
+    let y = "apiVersion: argoproj.io/v1alpha1\nkind: Workflow\nmetadata: {name: w}\nspec:\n  entrypoint: main\n  templates:\n    - {name: main, container: {image: busybox, command: [echo, '{{inputs.parameters.missing}}']}}\n";
+    let r = run_yaml(y, "emissary", &[]);
+    assert_refused(&r, "inputs.parameters.missing");
+    let r = run_yaml(y, "emissary", &["-p", "novalue"]);
+    assert_eq!((r.code, r.phase()), (2, "Error"), "{}", r.dump());
+}
+
+#[test]
+fn steps_entrypoint_is_refused() {
+    if !docker_available() {
+        return;
+    }
+    let y = "apiVersion: argoproj.io/v1alpha1\nkind: Workflow\nmetadata: {name: w}\nspec:\n  entrypoint: s\n  templates:\n    - name: s\n      steps: [[{name: a, template: main}]]\n    - {name: main, container: {image: busybox, command: [echo]}}\n";
+    let r = run_yaml(y, "emissary", &[]);
+    assert_refused(&r, "steps");
+}
+
+#[test]
+fn executors_not_built_say_so() {
+    if !docker_available() {
+        return;
+    }
+    for ex in ["kubelet", "k8sapi", "pns"] {
+        let r = run_file(&run_support::example("hello-world.yaml"), ex, &[], None);
+        assert_refused(&r, "not built yet");
+    }
+}
