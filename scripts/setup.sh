@@ -1,22 +1,39 @@
 #!/usr/bin/env bash
-# Idempotent machine setup for argoexec-rs (root on Debian). Installs what the tests and
-# benchmarks need that a fresh machine lacks. Safe to run repeatedly.
+# Idempotent machine setup for argoexec-rs (root on Debian): the tools the tests and
+# benchmarks need, a running Docker Engine (the local node's container runtime) and the
+# local images. Safe to run repeatedly; does nothing that is already done.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 need=()
 command -v tar >/dev/null || need+=(tar)
 command -v gzip >/dev/null || need+=(gzip)
 command -v pigz >/dev/null || need+=(pigz)
+command -v dockerd >/dev/null || need+=(docker.io)
+command -v busybox >/dev/null || need+=(busybox-static)
 if [ "${#need[@]}" -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     echo "setup: installing ${need[*]}"
     apt-get update -qq >/dev/null 2>&1 || true
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null || {
-      # pigz is only a benchmark baseline; tar and gzip are required
+      # pigz is only a benchmark baseline; the rest is required
       for p in "${need[@]}"; do [ "$p" = pigz ] || { echo "setup: cannot install $p" >&2; exit 1; }; done
     }
   else
     echo "setup: missing ${need[*]} (run as root on Debian to install)" >&2
+    exit 1
   fi
 fi
 command -v cargo >/dev/null || { echo "setup: cargo is required" >&2; exit 1; }
+
+# Docker Engine: start one when none answers (no iptables/bridge: containers use the host
+# network or none).
+docker_cli=/usr/bin/docker
+[ -x "$docker_cli" ] || docker_cli=$(command -v docker)
+if ! "$docker_cli" info >/dev/null 2>&1; then
+  echo "setup: starting dockerd (log: /tmp/argoexec-dockerd.log)"
+  nohup dockerd --iptables=false --bridge=none >/tmp/argoexec-dockerd.log 2>&1 &
+  for _ in $(seq 1 120); do "$docker_cli" info >/dev/null 2>&1 && break; sleep 0.5; done
+  "$docker_cli" info >/dev/null 2>&1 || { echo "setup: dockerd did not start; see /tmp/argoexec-dockerd.log" >&2; exit 1; }
+fi
+DOCKER="$docker_cli" bash scripts/images.sh
