@@ -8,8 +8,16 @@ use run_support::{RunResult, docker_available, run_file, run_yaml};
 fn assert_refused(r: &RunResult, needle: &str) {
     assert_eq!(r.code, 2, "{}", r.dump());
     assert_eq!(r.phase(), "Error", "{}", r.dump());
-    assert!(r.message().contains(needle), "message should mention {needle:?}: {}", r.dump());
-    assert!(r.stderr.contains(needle), "stderr should mention {needle:?}: {}", r.dump());
+    assert!(
+        r.message().contains(needle),
+        "message should mention {needle:?}: {}",
+        r.dump()
+    );
+    assert!(
+        r.stderr.contains(needle),
+        "stderr should mention {needle:?}: {}",
+        r.dump()
+    );
 }
 
 #[test]
@@ -17,7 +25,12 @@ fn missing_file() {
     if !docker_available() {
         return;
     }
-    let r = run_file(std::path::Path::new("/nonexistent/wf.yaml"), "emissary", &[], None);
+    let r = run_file(
+        std::path::Path::new("/nonexistent/wf.yaml"),
+        "emissary",
+        &[],
+        None,
+    );
     assert_refused(&r, "/nonexistent/wf.yaml");
 }
 
@@ -26,7 +39,11 @@ fn not_a_workflow() {
     if !docker_available() {
         return;
     }
-    let r = run_yaml("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata: {}\n", "emissary", &[]);
+    let r = run_yaml(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata: {}\n",
+        "emissary",
+        &[],
+    );
     assert_refused(&r, "ConfigMap");
     let r = run_yaml(": : not yaml [", "emissary", &[]);
     assert_eq!((r.code, r.phase()), (2, "Error"), "{}", r.dump());
@@ -51,7 +68,11 @@ fn image_not_present_locally() {
     for ex in ["emissary", "docker"] {
         let r = run_yaml(y, ex, &[]);
         assert_refused(&r, "registry.invalid/none:1");
-        assert!(r.message().contains("\"main\""), "names the container: {}", r.dump());
+        assert!(
+            r.message().contains("\"main\""),
+            "names the container: {}",
+            r.dump()
+        );
     }
 }
 
