@@ -114,10 +114,13 @@ fn item6_input_tarball_from_the_local_repository_is_extracted() {
 
 #[test]
 fn item8_exit_codes_follow_128_plus_signal() {
+    // `$$$$`: Kubernetes reduces `$$` to `$` in command and args, so the shell sees `$$`.
+    // `; exit $?` keeps the outer shell from exec'ing the inner one: as PID 1 (docker
+    // executor, no wrapper) a process without handlers ignores TERM.
     for (cmd, code) in [
         ("exit 1", 1),
-        ("sh -c 'kill -TERM $$'", 143),
-        ("sh -c 'kill -KILL $$'", 137),
+        ("sh -c 'kill -TERM $$$$'; exit $?", 143),
+        ("sh -c 'kill -KILL $$$$'; exit $?", 137),
     ] {
         let y = wf(
             "exit",
@@ -152,7 +155,7 @@ fn item9_invalid_command_says_executable_file_not_found() {
 fn item13_deadline_fails_the_node_and_logs_are_still_saved() {
     let y = wf(
         "deadline",
-        "activeDeadlineSeconds: 2\narchiveLocation: {archiveLogs: true}\ncontainer: {image: busybox, command: [sh, -c], args: ['echo started; exec sleep 60']}",
+        "activeDeadlineSeconds: 2\narchiveLocation: {archiveLogs: true}\ncontainer: {image: busybox, command: [sh, -c], args: ['echo started; trap \"exit 143\" TERM; sleep 60 & wait']}",
     );
     each(&y, |ex, r| {
         assert_eq!(r.phase(), "Failed", "{ex}: {}", r.dump());

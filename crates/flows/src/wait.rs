@@ -114,7 +114,15 @@ async fn wait_for_mains<R: RuntimeExecutor>(
     cancel.cancel();
     tracing::warn!(message = stop, "stopping the main containers");
     write_termination_log(ctx, stop);
-    if let Err(e) = runtime.kill(mains, ctx.env.termination_grace).await {
+    // When wait itself is being terminated (pod deletion, pod deadline), the kubelet KILLs
+    // it after the same grace period it gives main: Argo's wait then dies before saving
+    // anything. Give main half the grace, keeping the other half for outputs and logs.
+    let grace = if stop == TERMINATED_MESSAGE {
+        ctx.env.termination_grace / 2
+    } else {
+        ctx.env.termination_grace
+    };
+    if let Err(e) = runtime.kill(mains, grace).await {
         errors.push(FlowError::Kill(e.to_string()));
     }
     // The kill waited for the exits; collect them without blocking forever.

@@ -7,8 +7,9 @@
 use std::path::Path;
 use std::time::Duration;
 
+use argoexec_backend_docker::DockerExecutor;
 use argoexec_backend_emissary::EmissaryExecutor;
-use argoexec_core::{ExecutorKind, PodPaths};
+use argoexec_core::{ExecutorEnv, ExecutorKind, PodPaths};
 use argoexec_runtime::{
     Capabilities, ContainerExit, OutputStream, RuntimeError, RuntimeExecutor, StreamKind,
 };
@@ -22,22 +23,44 @@ pub enum SelectError {
         "the {0} executor is not built yet in this version of argoexec-rs; use emissary (ARGO_CONTAINER_RUNTIME_EXECUTOR=emissary)"
     )]
     NotBuilt(ExecutorKind),
+    /// The backend could not be set up (e.g. the Docker socket does not answer).
+    #[error(transparent)]
+    Setup(#[from] RuntimeError),
 }
+
+/// Where the docker backend finds the Engine: the pod builder mounts the node's socket here.
+pub const DOCKER_SOCKET: &str = "/var/run/docker.sock";
 
 /// Every built backend.
 #[derive(Debug, Clone)]
 pub enum AnyRuntime {
     /// The emissary backend.
     Emissary(EmissaryExecutor),
+    /// The docker backend.
+    Docker(DockerExecutor),
 }
 
-/// Choose the backend for `kind`.
+/// Choose and set up the backend for `kind`. The docker backend connects to
+/// [`DOCKER_SOCKET`] (override: `ARGOEXEC_DOCKER_SOCKET`) and finds the pod's containers by
+/// `env.namespace` (default `default`) and `env.pod_name`.
 ///
 /// # Errors
-/// [`SelectError::NotBuilt`] for backends this build lacks.
-pub fn select(kind: ExecutorKind, paths: &PodPaths) -> Result<AnyRuntime, SelectError> {
+/// [`SelectError::NotBuilt`] for backends this build lacks, [`SelectError::Setup`] when the
+/// backend cannot start.
+pub async fn select(
+    kind: ExecutorKind,
+    env: &ExecutorEnv,
+    paths: &PodPaths,
+) -> Result<AnyRuntime, SelectError> {
     match kind {
         ExecutorKind::Emissary => Ok(AnyRuntime::Emissary(EmissaryExecutor::new(paths.clone()))),
+        ExecutorKind::Docker => {
+            let socket: std::path::PathBuf =
+                std::env::var_os("ARGOEXEC_DOCKER_SOCKET").map_or_else(|| DOCKER_SOCKET.into(), Into::into);
+            let ns = env.namespace.as_deref().unwrap_or("default");
+            let d = DockerExecutor::connect(&socket, ns, &env.pod_name).await?;
+            Ok(AnyRuntime::Docker(d))
+        }
         other => Err(SelectError::NotBuilt(other)),
     }
 }
@@ -46,6 +69,7 @@ macro_rules! dispatch {
     ($self:ident, $r:ident => $e:expr) => {
         match $self {
             AnyRuntime::Emissary($r) => $e,
+            AnyRuntime::Docker($r) => $e,
         }
     };
 }
@@ -90,20 +114,17 @@ impl RuntimeExecutor for AnyRuntime {
 #[cfg(test)]
 mod tests {
     use super::*;
-    #[test]
-    fn unbuilt_backends_say_so() {
+
+    #[tokio::test]
+    async fn unbuilt_backends_say_so() {
         let p = PodPaths::default();
+        let env = ExecutorEnv::parse(|k| (k == "ARGO_POD_NAME").then(|| "p".to_string())).unwrap();
         assert!(matches!(
-            select(ExecutorKind::Emissary, &p),
+            select(ExecutorKind::Emissary, &env, &p).await,
             Ok(AnyRuntime::Emissary(_))
         ));
-        for k in [
-            ExecutorKind::Docker,
-            ExecutorKind::Kubelet,
-            ExecutorKind::K8sApi,
-            ExecutorKind::Pns,
-        ] {
-            let e = select(k, &p).unwrap_err().to_string();
+        for k in [ExecutorKind::Kubelet, ExecutorKind::K8sApi, ExecutorKind::Pns] {
+            let e = select(k, &env, &p).await.unwrap_err().to_string();
             assert!(e.contains(k.as_str()) && e.contains("not built yet"), "{e}");
         }
     }

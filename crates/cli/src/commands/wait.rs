@@ -34,7 +34,11 @@ pub fn run(args: Args) -> i32 {
             t2.cancel();
         });
         let ctx = super::bootstrap(&paths, args.pod_annotations.as_deref())?;
-        let runtime = argoexec_backends::select(ctx.env.runtime_executor, &paths)?;
+        let runtime = rt.block_on(argoexec_backends::select(
+            ctx.env.runtime_executor,
+            &ctx.env,
+            &paths,
+        ))?;
         let report_path = std::env::var_os(REPORT_ENV)
             .map(std::path::PathBuf::from)
             .unwrap_or_else(|| paths.var_run_argo().join("outputs.json"));

@@ -65,6 +65,9 @@ pub struct Args {
     /// Host directory for pod volumes (default: $TMPDIR/argoexec-node).
     #[arg(long, env = "ARGOEXEC_NODE_STATE_DIR", hide = true)]
     pub node_state_dir: Option<PathBuf>,
+    /// Keep the pod's containers and volumes for debugging (remove them with `docker rm -f`).
+    #[arg(long)]
+    pub keep: bool,
     /// Value of the io.argoexec-rs.node label on the run's containers (default: pid-<pid>).
     #[arg(long, env = "ARGOEXEC_NODE_LABEL", hide = true)]
     pub node_label: Option<String>,
@@ -96,9 +99,9 @@ async fn execute(args: &Args) -> anyhow::Result<(Outcome, PathBuf)> {
         parameters: &args.parameters,
         random_name: true,
     })?;
-    if !matches!(plan.executor, ExecutorKind::Emissary) {
+    if !matches!(plan.executor, ExecutorKind::Emissary | ExecutorKind::Docker) {
         anyhow::bail!(
-            "the {} executor is not built yet in this version of argoexec-rs; use --executor emissary",
+            "the {} executor is not built yet in this version of argoexec-rs; use --executor emissary or docker",
             plan.executor
         );
     }
@@ -151,7 +154,14 @@ async fn execute(args: &Args) -> anyhow::Result<(Outcome, PathBuf)> {
     let report = pod_run
         .volume_path("var-run-argo")
         .and_then(|d| read_report(&d.join("outputs.json")));
-    pod_run.cleanup().await.context("cleaning up the pod")?;
+    if args.keep {
+        let names = ["POD", "init", "wait", "main"];
+        let ids: Vec<String> = names.iter().filter_map(|n| pod_run.container_id(n)).collect();
+        eprintln!("argoexec run: --keep: containers kept: {}", ids.join(" "));
+        std::mem::forget(pod_run);
+    } else {
+        pod_run.cleanup().await.context("cleaning up the pod")?;
+    }
     let mut outcome = outcome::assess(&status, &mains, report.as_ref().map(|(o, m)| (o, m.as_deref())));
     if interrupted {
         outcome.phase = Phase::Error;
