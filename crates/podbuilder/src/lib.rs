@@ -158,6 +158,16 @@ pub fn select_executor(
     ))
 }
 
+/// Parse a Kubernetes manifest. Kubernetes reads YAML with YAML 1.1 number rules (go-yaml v2
+/// behind sigs.k8s.io/yaml), so `mode: 0755` is octal 493; serde-saphyr defaults to YAML
+/// 1.2, where it would be decimal 755. We follow Kubernetes.
+///
+/// # Errors
+/// The parser's error, with its location.
+pub fn parse_manifest<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, serde_saphyr::Error> {
+    serde_saphyr::from_str_with_options(text, serde_saphyr::options! { legacy_octal_numbers: true })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -257,14 +267,4 @@ data:
         );
         assert_eq!("auto".parse::<ExecutorChoice>().unwrap(), ExecutorChoice::Auto);
     }
-}
-
-/// Parse a Kubernetes manifest. Kubernetes reads YAML with YAML 1.1 number rules (go-yaml v2
-/// behind sigs.k8s.io/yaml), so `mode: 0755` is octal 493; serde-saphyr defaults to YAML
-/// 1.2, where it would be decimal 755. We follow Kubernetes.
-///
-/// # Errors
-/// The parser's error, with its location.
-pub fn parse_manifest<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, serde_saphyr::Error> {
-    serde_saphyr::from_str_with_options(text, serde_saphyr::options! { legacy_octal_numbers: true })
 }

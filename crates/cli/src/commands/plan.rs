@@ -54,10 +54,10 @@ pub fn plan(input: &PlanInput<'_>) -> anyhow::Result<Plan> {
     let path = input.workflow;
     let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let mut wf = Workflow::from_yaml(&text).with_context(|| format!("{}", path.display()))?;
-    if input.random_name {
-        if let Some(prefix) = generate_name(&text) {
-            wf.meta.name = format!("{prefix}{}", random_suffix());
-        }
+    if input.random_name
+        && let Some(prefix) = generate_name(&text)
+    {
+        wf.meta.name = format!("{prefix}{}", random_suffix());
     }
     let (config, warnings) = match input.config {
         Some(p) => {

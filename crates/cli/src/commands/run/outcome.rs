@@ -84,7 +84,7 @@ pub fn assess(status: &PodStatus, mains: &[String], report: Option<(&Outputs, Op
                 .iter()
                 .flatten()
                 .find(|c| mains.contains(&c.name))
-                .and_then(|c| term(c))
+                .and_then(&term)
                 .map(|t| t.exit_code)
         });
     let done = |phase, message: Option<String>| Outcome {
