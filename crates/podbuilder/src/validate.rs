@@ -27,6 +27,13 @@ pub fn validate(template: &Template, executor: ExecutorKind) -> Result<(), Valid
         template: template.name.clone(),
         problem,
     };
+    // Only the emissary's wrapper orders containers by `dependencies` and retries them;
+    // with other executors every container would start at once (Argo v3.3 refuses too).
+    if template.container_set.is_some() && executor != ExecutorKind::Emissary {
+        return Err(err(
+            "containerSet needs the emissary executor, the only one that orders containers by their dependencies; use --executor emissary (or containerRuntimeExecutor: emissary)".into(),
+        ));
+    }
     let outputs = template
         .outputs
         .parameters
@@ -102,5 +109,23 @@ mod tests {
         )
         .unwrap();
         assert!(validate(&on_volume, ExecutorKind::Kubelet).is_ok());
+    }
+
+    #[test]
+    fn container_sets_need_the_emissary() {
+        let t = Template::from_json(
+            r#"{"name": "cs", "containerSet": {"containers": [{"name": "main", "image": "x", "command": ["true"]}]}}"#,
+        )
+        .unwrap();
+        assert!(validate(&t, ExecutorKind::Emissary).is_ok());
+        for k in [
+            ExecutorKind::Docker,
+            ExecutorKind::Kubelet,
+            ExecutorKind::K8sApi,
+            ExecutorKind::Pns,
+        ] {
+            let e = validate(&t, k).unwrap_err().to_string();
+            assert!(e.contains("containerSet needs the emissary"), "{e}");
+        }
     }
 }
