@@ -141,6 +141,12 @@ impl PodRun {
             .map(|(_, id)| id.clone())
     }
 
+    /// The Docker IDs of every container the node created for this pod, pause first.
+    pub fn container_ids(&self) -> Vec<String> {
+        let ids = self.shared.ids.lock().unwrap_or_else(|p| p.into_inner());
+        ids.iter().map(|(_, id)| id.clone()).collect()
+    }
+
     /// Stop the pod if it still runs (no grace), then remove every container and every
     /// directory the node made for it. Safe to call on a finished pod.
     ///

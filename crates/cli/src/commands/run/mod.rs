@@ -155,8 +155,7 @@ async fn execute(args: &Args) -> anyhow::Result<(Outcome, PathBuf)> {
         .volume_path("var-run-argo")
         .and_then(|d| read_report(&d.join("outputs.json")));
     if args.keep {
-        let names = ["POD", "init", "wait", "main"];
-        let ids: Vec<String> = names.iter().filter_map(|n| pod_run.container_id(n)).collect();
+        let ids = pod_run.container_ids();
         eprintln!("argoexec run: --keep: containers kept: {}", ids.join(" "));
         std::mem::forget(pod_run);
     } else {

@@ -71,22 +71,19 @@ pub fn assess(status: &PodStatus, mains: &[String], report: Option<(&Outputs, Op
             ),
         })
     };
-    let main_exit = status
+    // The first non-zero exit of a main container, else the first main's exit.
+    let main_codes: Vec<i32> = status
         .container_statuses
         .iter()
         .flatten()
         .filter(|c| mains.contains(&c.name))
         .filter_map(|c| term(c).map(|t| t.exit_code))
+        .collect();
+    let main_exit = main_codes
+        .iter()
+        .copied()
         .find(|c| *c != 0)
-        .or_else(|| {
-            status
-                .container_statuses
-                .iter()
-                .flatten()
-                .find(|c| mains.contains(&c.name))
-                .and_then(&term)
-                .map(|t| t.exit_code)
-        });
+        .or(main_codes.first().copied());
     let done = |phase, message: Option<String>| Outcome {
         phase,
         message,
