@@ -1,7 +1,8 @@
 //! `argoexec wait`: wait for the main container(s), then capture and report outputs.
 //!
-//! Order (Argo v3.3+): wait → script result → output parameters → output artifacts → log
-//! archive → report → kill sidecars. Every capture step runs even when an earlier one failed
+//! Order (Argo v3.3+): announce (`reporter.start()`, v3.5's "outputs are coming" handshake)
+//! → wait → script result → output parameters → output artifacts → log archive → report →
+//! kill sidecars. Every capture step runs even when an earlier one failed
 //! (errors are collected, the first is returned), so one broken artifact does not lose the
 //! others. Stopping is local and event-driven:
 //! - `ARGO_DEADLINE` arms a timer; when it fires the main containers are killed (TERM → grace
@@ -46,6 +47,13 @@ pub async fn run<R: RuntimeExecutor, P: OutputReporter>(
 ) -> WaitOutcome {
     let mains = ctx.template.main_container_names();
     let mut errors = Vec::new();
+    // A SIGTERM while the announcement is still retrying skips it: the report upserts anyway.
+    tokio::select! {
+        r = reporter.start() => if let Err(e) = r {
+            errors.push(e.into());
+        },
+        _ = terminate.cancelled() => tracing::warn!("terminated before outputs were announced"),
+    }
     let (exits, stop_message) = wait_for_mains(ctx, runtime, &mains, terminate, &mut errors).await;
 
     let mut outcome = NodeResult {

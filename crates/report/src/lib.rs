@@ -1,9 +1,18 @@
 //! Output reporting behind one small trait, [`OutputReporter`].
 //!
-//! The wait flow hands its captured outputs to a reporter. This crate has the local sink,
-//! [`FileReporter`], which writes the node result as JSON to a file (tests, local runs). The
-//! API-server reporter (WorkflowTaskResult with the pod-annotation fallback) comes with the
-//! local node and implements the same trait.
+//! The wait flow hands its captured outputs to a reporter. Two implement the trait:
+//! - [`FileReporter`]: the local sink, the node result as JSON in a file (tests, local runs,
+//!   `argoexec run` on the local node);
+//! - [`ApiReporter`]: the Kubernetes API server, Argo v3.3–v3.5 style: a `WorkflowTaskResult`
+//!   named after the node, the v3.5 `report-outputs-completed` handshake
+//!   ([`OutputReporter::start`] marks it `"false"`, [`OutputReporter::report`] `"true"`),
+//!   retries with Argo's backoff, and the pod-annotation patch when task results are
+//!   forbidden. Its configuration is discovered in-cluster ([`InClusterConfig`]).
+//!
+//! [`AnyReporter`] holds either, for a binary that picks one at run time.
+//!
+//! Modules: [`api`] (the API reporter), [`taskresult`] (its request bodies), [`incluster`]
+//! (address, CA, token), [`retry`] (backoff and classification), [`error`].
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -11,19 +20,16 @@ use std::path::PathBuf;
 use argoexec_core::template::Outputs;
 use serde_json::json;
 
-/// Errors of reporters.
-#[derive(Debug, thiserror::Error)]
-pub enum ReportError {
-    /// Writing the local sink failed.
-    #[error("write outputs to {}: {source}", path.display())]
-    Write {
-        /// The file.
-        path: PathBuf,
-        /// The error.
-        #[source]
-        source: std::io::Error,
-    },
-}
+pub mod api;
+pub mod error;
+pub mod incluster;
+pub mod retry;
+pub mod taskresult;
+
+pub use api::ApiReporter;
+pub use error::ReportError;
+pub use incluster::{InClusterConfig, InClusterError, TokenSource};
+pub use taskresult::{Owner, TaskResultTarget};
 
 /// What a step reports besides its outputs.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -38,6 +44,15 @@ pub struct NodeResult {
 
 /// Reports a step's result to whoever assesses the node.
 pub trait OutputReporter: Send + Sync {
+    /// Announce, before waiting for the main containers, that outputs will come (Argo
+    /// v3.5's `InitializeOutput`). The default does nothing.
+    ///
+    /// # Errors
+    /// When the announcement could not be delivered.
+    fn start(&self) -> impl Future<Output = Result<(), ReportError>> + Send {
+        async { Ok(()) }
+    }
+
     /// Report (create or update) the node result.
     ///
     /// # Errors
@@ -55,6 +70,11 @@ impl FileReporter {
     /// A reporter writing to `path`.
     pub fn new(path: impl Into<PathBuf>) -> Self {
         Self { path: path.into() }
+    }
+
+    /// The file written.
+    pub fn path(&self) -> &std::path::Path {
+        &self.path
     }
 }
 
@@ -81,6 +101,41 @@ impl OutputReporter for FileReporter {
             .await
             .map_err(|e| err(std::io::Error::other(e.to_string())))?
             .map_err(err)
+    }
+}
+
+/// Either reporter, chosen at run time.
+#[derive(Debug)]
+pub enum AnyReporter {
+    /// The local JSON file.
+    File(FileReporter),
+    /// The API server.
+    Api(Box<ApiReporter>),
+}
+
+impl AnyReporter {
+    /// Where reports go, for logs: the file path, or the task result.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::File(f) => format!("file {}", f.path().display()),
+            Self::Api(a) => a.target().describe(),
+        }
+    }
+}
+
+impl OutputReporter for AnyReporter {
+    async fn start(&self) -> Result<(), ReportError> {
+        match self {
+            Self::File(f) => f.start().await,
+            Self::Api(a) => a.start().await,
+        }
+    }
+
+    async fn report(&self, result: &NodeResult) -> Result<(), ReportError> {
+        match self {
+            Self::File(f) => f.report(result).await,
+            Self::Api(a) => a.report(result).await,
+        }
     }
 }
 

@@ -2,10 +2,15 @@
 //!
 //! SIGTERM (and SIGINT) cancel the wait, not the process: the flow then stops the main
 //! containers and still captures and reports outputs before exiting.
-//! The local reporter writes to `ARGOEXEC_REPORT_FILE`, or `/var/run/argo/outputs.json`.
+//!
+//! Where outputs go: when an API server is configured (`KUBERNETES_SERVICE_HOST` set and the
+//! service-account token present, see [`argoexec_report::InClusterConfig::discover`]) only
+//! to the API server, as a `WorkflowTaskResult` ([`ApiReporter`]); otherwise to the local
+//! file `ARGOEXEC_REPORT_FILE`, or `/var/run/argo/outputs.json`. The choice is logged.
 
-use argoexec_core::PodPaths;
-use argoexec_report::FileReporter;
+use anyhow::Context;
+use argoexec_core::{ExecutorEnv, PodPaths};
+use argoexec_report::{AnyReporter, ApiReporter, FileReporter, InClusterConfig};
 use tokio_util::sync::CancellationToken;
 
 /// Where the local reporter writes when `ARGOEXEC_REPORT_FILE` is unset.
@@ -39,10 +44,10 @@ pub fn run(args: Args) -> i32 {
             &ctx.env,
             &paths,
         ))?;
-        let report_path = std::env::var_os(REPORT_ENV)
-            .map(std::path::PathBuf::from)
-            .unwrap_or_else(|| paths.var_run_argo().join("outputs.json"));
-        let reporter = FileReporter::new(report_path);
+        let reporter = {
+            let _enter = rt.enter();
+            select_reporter(&paths, &ctx.env)?
+        };
         rt.block_on(async {
             let out = argoexec_flows::wait::run(&ctx, &runtime, &reporter, terminate).await;
             match out.errors.into_iter().next() {
@@ -55,4 +60,28 @@ pub fn run(args: Args) -> i32 {
         Ok(c) => c,
         Err(e) => super::fail(&paths, &e),
     }
+}
+
+/// The API reporter when an API server is configured, else the local file reporter.
+/// Call inside the Tokio runtime (the API client spawns its connection task).
+fn select_reporter(paths: &PodPaths, env: &ExecutorEnv) -> anyhow::Result<AnyReporter> {
+    let config = InClusterConfig::from_env(paths).context("bad in-cluster API configuration")?;
+    if let Some(config) = config {
+        let api = ApiReporter::connect(&config, env).context("cannot report through the API server")?;
+        tracing::info!(
+            server = %config.server,
+            service_account_dir = %config.service_account_dir.display(),
+            target = %api.target().describe(),
+            "reporting outputs through the API server"
+        );
+        return Ok(AnyReporter::Api(Box::new(api)));
+    }
+    let path = std::env::var_os(REPORT_ENV)
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| paths.var_run_argo().join("outputs.json"));
+    tracing::info!(
+        path = %path.display(),
+        "no API server configured (KUBERNETES_SERVICE_HOST and a service-account token); reporting outputs to a local file"
+    );
+    Ok(AnyReporter::File(FileReporter::new(path)))
 }
