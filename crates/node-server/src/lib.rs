@@ -1,1 +1,32 @@
-//! placeholder
+//! Kubelet-compatible and API-server-compatible HTTPS endpoints over the local node, so
+//! every executor backend (and any Kubernetes client) can run against pods on Docker.
+//!
+//! - [`NodeServer`] starts both endpoints on loopback with generated certificates.
+//! - The API endpoint serves pods (create/get/list/watch/patch/delete, `log`, `exec`),
+//!   `argoproj.io/v1alpha1` `workflowtaskresults`, discovery, TokenRequest and
+//!   SelfSubjectAccessReview, with bearer-token authentication and RBAC from YAML.
+//! - The kubelet endpoint serves `/pods`, `/containerLogs`, `/exec` and `/healthz` with the
+//!   kubelet's webhook authn/authz behaviour.
+//!
+//! See `docs/local-node.md` for what is served and how faithfully.
+
+mod api;
+pub mod auth;
+pub mod counts;
+mod error;
+pub mod exec;
+pub mod http;
+mod kubelet;
+pub mod logs;
+pub mod patch;
+pub mod pki;
+mod pods;
+pub mod selector;
+mod server;
+pub mod serviceaccount;
+pub mod status;
+pub mod store;
+
+pub use error::ServerError;
+pub use pki::KubeletCert;
+pub use server::{NodeServer, ServerConfig};

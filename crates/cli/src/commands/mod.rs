@@ -3,6 +3,7 @@
 pub mod emissary;
 pub mod init;
 pub mod kill;
+pub mod node;
 pub mod pause;
 pub mod plan;
 pub mod render;

@@ -1,0 +1,254 @@
+//! Handlers shared by the stored kinds (list, get, patch, delete) and the
+//! `argoproj.io/v1alpha1` `workflowtaskresults` resource built from them.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::{Api, Target, table, watch};
+use crate::http::{Query, Req, Resp, json as json_resp, read_body};
+use crate::patch::{self, PatchType};
+use crate::selector::Selector;
+use crate::status::{ApiError, Resource, TASK_RESULTS};
+use crate::store::Kind;
+
+/// Largest accepted request body.
+pub(super) const MAX_BODY: usize = 3 * 1024 * 1024;
+
+/// Whether the client asked for a `Table` (kubectl's printing).
+pub(super) fn wants_table(req: &Req) -> bool {
+    req.headers()
+        .get(http::header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|a| a.contains("as=Table"))
+}
+
+/// Selectors of a list or watch.
+pub(super) fn selectors(q: &Query) -> Result<(Selector, Selector), ApiError> {
+    let labels = Selector::labels(q.get("labelSelector").unwrap_or("")).map_err(ApiError::bad_request)?;
+    let fields = Selector::fields(q.get("fieldSelector").unwrap_or("")).map_err(ApiError::bad_request)?;
+    Ok((labels, fields))
+}
+
+/// `GET` on a collection: a list, a table, or a watch.
+pub(super) fn list_or_watch(
+    api: &Arc<Api>,
+    req: &Req,
+    kind: Kind,
+    t: &Target,
+    verb: &str,
+    q: &Query,
+) -> Result<Resp, ApiError> {
+    let (labels, fields) = selectors(q)?;
+    let table = wants_table(req);
+    if verb == "watch" {
+        return watch::watch(api, kind, t.namespace.clone(), q, labels, fields, table);
+    }
+    let (items, rv) = api.store.list(kind, t.namespace.as_deref());
+    let items: Vec<Value> = items
+        .into_iter()
+        .filter(|o| labels.matches(o) && fields.matches(o))
+        .map(|o| (*o).clone())
+        .collect();
+    if table {
+        return Ok(json_resp(200, &table::table(kind, &items, Some(rv))));
+    }
+    let (api_version, k) = kind.type_meta();
+    Ok(json_resp(
+        200,
+        &json!({
+            "kind": format!("{k}List"),
+            "apiVersion": api_version,
+            "metadata": {"resourceVersion": rv.to_string()},
+            "items": items,
+        }),
+    ))
+}
+
+/// `GET` on one object.
+pub(super) fn get(api: &Arc<Api>, req: &Req, kind: Kind, ns: &str, name: &str) -> Result<Resp, ApiError> {
+    let o = api
+        .store
+        .get(kind, ns, name)
+        .ok_or_else(|| ApiError::not_found(&kind.resource(), name))?;
+    if wants_table(req) {
+        return Ok(json_resp(200, &table::table(kind, &[(*o).clone()], None)));
+    }
+    Ok(json_resp(200, &o))
+}
+
+/// `PATCH` on one object. `check` may refuse the patched object (e.g. pod spec changes).
+pub(super) async fn patch(
+    api: &Arc<Api>,
+    req: Req,
+    kind: Kind,
+    ns: &str,
+    name: &str,
+    check: impl FnOnce(&Value, &mut Value) -> Result<(), ApiError>,
+) -> Result<Resp, ApiError> {
+    let res = kind.resource();
+    let ct = req
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    let mut accepted = vec![
+        "application/json-patch+json",
+        "application/merge-patch+json",
+        "application/apply-patch+yaml",
+    ];
+    if kind == Kind::Pod {
+        accepted.push("application/strategic-merge-patch+json");
+    }
+    let pt = PatchType::of(&ct).ok_or_else(|| ApiError::unsupported_media(&accepted))?;
+    if pt == PatchType::Strategic && kind != Kind::Pod {
+        return Err(ApiError::unsupported_media(&accepted));
+    }
+    let body = read_body(req, MAX_BODY).await?;
+    let p: Value = if pt == PatchType::Apply {
+        serde_saphyr::from_slice(&body)
+            .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?
+    } else {
+        serde_json::from_slice(&body)
+            .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?
+    };
+    let o = api.store.update(kind, ns, name, |o| {
+        let before = o.clone();
+        if let Some(rv) = p["metadata"]["resourceVersion"].as_str()
+            && Some(rv) != before["metadata"]["resourceVersion"].as_str()
+        {
+            return Err(ApiError::conflict(&res, name));
+        }
+        match pt {
+            PatchType::Merge | PatchType::Apply => patch::merge(o, &p),
+            PatchType::Strategic => patch::strategic(o, &p),
+            PatchType::Json => patch::json_patch(o, &p).map_err(|m| invalid_patch(&res, name, &m))?,
+        }
+        check(&before, o)
+    })?;
+    Ok(json_resp(200, &o))
+}
+
+fn invalid_patch(res: &Resource, name: &str, m: &str) -> ApiError {
+    ApiError::new(
+        422,
+        "Invalid",
+        format!("{} \"{name}\" is invalid: {m}", res.kind_name()),
+    )
+}
+
+/// Read a JSON (or YAML) object body for create.
+pub(super) async fn object_body(req: Req) -> Result<Value, ApiError> {
+    let yaml = req
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|c| c.contains("yaml"));
+    let body = read_body(req, MAX_BODY).await?;
+    let v: Value = if yaml {
+        serde_saphyr::from_slice(&body)
+            .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?
+    } else {
+        serde_json::from_slice(&body)
+            .map_err(|e| ApiError::bad_request(format!("error decoding JSON: {e}")))?
+    };
+    if !v.is_object() {
+        return Err(ApiError::bad_request("the body must be an object"));
+    }
+    Ok(v)
+}
+
+/// `workflowtaskresults`: create, get, list, watch, patch, update, delete.
+pub(super) async fn task_results(
+    api: Arc<Api>,
+    req: Req,
+    t: Target,
+    verb: &'static str,
+    q: Query,
+) -> Result<Resp, ApiError> {
+    let kind = Kind::TaskResult;
+    let ns = t.namespace.clone();
+    match (verb, ns.as_deref(), t.name.as_deref(), t.subresource.as_deref()) {
+        ("list" | "watch", _, None, None) => list_or_watch(&api, &req, kind, &t, verb, &q),
+        ("get", Some(ns), Some(n), None) => get(&api, &req, kind, ns, n),
+        ("create", Some(ns), None, None) => {
+            let mut body = object_body(req).await?;
+            if body["kind"].as_str().is_some_and(|k| k != "WorkflowTaskResult") {
+                return Err(ApiError::bad_request(format!(
+                    "the API version in the data (argoproj.io/v1alpha1) does not match the expected kind: {}",
+                    body["kind"]
+                )));
+            }
+            let name = match body["metadata"]["name"].as_str().filter(|n| !n.is_empty()) {
+                Some(n) => n.to_string(),
+                None => match body["metadata"]["generateName"].as_str() {
+                    Some(g) => format!("{g}{}", &crate::store::new_uid()[..5]),
+                    None => {
+                        return Err(ApiError::invalid(
+                            &TASK_RESULTS,
+                            "",
+                            "metadata.name",
+                            "Required value: name or generateName is required",
+                        ));
+                    }
+                },
+            };
+            body["metadata"]["name"] = json!(name);
+            let o = api.store.create(kind, ns, body)?;
+            Ok(json_resp(201, &o))
+        }
+        ("patch", Some(ns), Some(n), None) => patch(&api, req, kind, ns, n, |_, _| Ok(())).await,
+        ("update", Some(ns), Some(n), None) => {
+            let body = object_body(req).await?;
+            let o = api.store.update(kind, ns, n, |o| {
+                match body["metadata"]["resourceVersion"].as_str() {
+                    None => {
+                        return Err(ApiError::invalid(
+                            &TASK_RESULTS,
+                            n,
+                            "metadata.resourceVersion",
+                            "Invalid value: 0x0: must be specified for an update",
+                        ));
+                    }
+                    Some(rv) if Some(rv) != o["metadata"]["resourceVersion"].as_str() => {
+                        return Err(ApiError::conflict(&TASK_RESULTS, n));
+                    }
+                    Some(_) => {}
+                }
+                *o = body.clone();
+                Ok(())
+            })?;
+            Ok(json_resp(200, &o))
+        }
+        ("delete", Some(ns), Some(n), None) => {
+            let o = api
+                .store
+                .delete(kind, ns, n)
+                .ok_or_else(|| ApiError::not_found(&TASK_RESULTS, n))?;
+            Ok(json_resp(
+                200,
+                &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                        "details": {"name": n, "group": "argoproj.io", "kind": "workflowtaskresults", "uid": o["metadata"]["uid"]}}),
+            ))
+        }
+        ("deletecollection", Some(ns), None, None) => {
+            let (labels, fields) = selectors(&q)?;
+            let (items, _) = api.store.list(kind, Some(ns));
+            let mut gone = Vec::new();
+            for o in items
+                .into_iter()
+                .filter(|o| labels.matches(o) && fields.matches(o))
+            {
+                if let Some(n) = o["metadata"]["name"].as_str() {
+                    gone.extend(api.store.delete(kind, ns, n).map(|o| (*o).clone()));
+                }
+            }
+            Ok(json_resp(
+                200,
+                &json!({"kind": "WorkflowTaskResultList", "apiVersion": "argoproj.io/v1alpha1", "metadata": {}, "items": gone}),
+            ))
+        }
+        _ => Err(ApiError::method_not_allowed(verb)),
+    }
+}

@@ -1,0 +1,125 @@
+//! `meta.k8s.io/v1` `Table` responses, which kubectl asks for to print `get` output
+//! (`NAME READY STATUS RESTARTS AGE` for pods, `NAME AGE` otherwise).
+
+use serde_json::{Value, json};
+
+use crate::store::Kind;
+
+/// A table of `items` (rows carry the objects' metadata as `PartialObjectMetadata`).
+pub(super) fn table(kind: Kind, items: &[Value], rv: Option<u64>) -> Value {
+    let col = |name: &str, ty: &str, format: &str, desc: &str| json!({"name": name, "type": ty, "format": format, "description": desc, "priority": 0});
+    let columns = match kind {
+        Kind::Pod => vec![
+            col(
+                "Name",
+                "string",
+                "name",
+                "Name must be unique within a namespace.",
+            ),
+            col(
+                "Ready",
+                "string",
+                "",
+                "The aggregate readiness state of this pod for accepting traffic.",
+            ),
+            col(
+                "Status",
+                "string",
+                "",
+                "The aggregate status of the containers in this pod.",
+            ),
+            col(
+                "Restarts",
+                "string",
+                "",
+                "The number of times the containers in this pod have been restarted.",
+            ),
+            col(
+                "Age",
+                "string",
+                "",
+                "CreationTimestamp is a timestamp representing the server time when this object was created.",
+            ),
+        ],
+        Kind::TaskResult => vec![
+            col(
+                "Name",
+                "string",
+                "name",
+                "Name must be unique within a namespace.",
+            ),
+            col(
+                "Age",
+                "string",
+                "",
+                "CreationTimestamp is a timestamp representing the server time when this object was created.",
+            ),
+        ],
+    };
+    let rows: Vec<Value> = items
+        .iter()
+        .map(|o| {
+            let name = o["metadata"]["name"].clone();
+            let age = age(o["metadata"]["creationTimestamp"].as_str().unwrap_or(""));
+            let cells = match kind {
+                Kind::Pod => {
+                    let cs = o["status"]["containerStatuses"].as_array().cloned().unwrap_or_default();
+                    let total = o["spec"]["containers"].as_array().map_or(0, Vec::len);
+                    let ready = cs.iter().filter(|c| c["ready"] == true).count();
+                    let status = pod_status(o);
+                    json!([name, format!("{ready}/{total}"), status, "0", age])
+                }
+                Kind::TaskResult => json!([name, age]),
+            };
+            json!({"cells": cells, "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": o["metadata"]}})
+        })
+        .collect();
+    let mut meta = json!({});
+    if let Some(rv) = rv {
+        meta["resourceVersion"] = json!(rv.to_string());
+    }
+    json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": meta, "columnDefinitions": columns, "rows": rows})
+}
+
+/// kubectl's STATUS column: a waiting or terminated reason, `Terminating`, or the phase.
+fn pod_status(o: &Value) -> String {
+    if o["metadata"]["deletionTimestamp"].is_string() {
+        return "Terminating".into();
+    }
+    if let Some(r) = o["status"]["reason"].as_str() {
+        return r.into();
+    }
+    let cs = o["status"]["containerStatuses"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    for c in cs.iter().rev() {
+        if let Some(r) = c["state"]["waiting"]["reason"].as_str() {
+            return r.into();
+        }
+        if let Some(r) = c["state"]["terminated"]["reason"].as_str()
+            && o["status"]["phase"] != "Running"
+        {
+            return r.into();
+        }
+    }
+    o["status"]["phase"].as_str().unwrap_or("Unknown").into()
+}
+
+/// `5s`, `3m`, `2h`, `4d` since an RFC 3339 time.
+fn age(ts: &str) -> String {
+    let Ok(t) = ts.parse::<k8s_openapi::jiff::Timestamp>() else {
+        return "<unknown>".into();
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    let s = (now - t.as_second()).max(0);
+    match s {
+        0..120 => format!("{s}s"),
+        120..7200 => format!("{}m", s / 60),
+        7200..172_800 => format!("{}h", s / 3600),
+        _ => format!("{}d", s / 86400),
+    }
+}

@@ -1,0 +1,407 @@
+//! Exec over WebSocket with the `channel.k8s.io` protocol family (k8s-wire-protocols §3):
+//! subprotocol negotiation by client preference, the greeting frame, `[channel][data]`
+//! frames (base64 text frames for the `base64.*` protocols), stdin EOF by `[255, 0]` in
+//! v5 only, resize on channel 4, and the final status on channel 3 in the exact shapes
+//! client-go parses, then a normal close. The command runs as a Docker exec.
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use bollard::Docker;
+use bollard::container::LogOutput;
+use bollard::exec::{CreateExecOptions, StartExecOptions, StartExecResults};
+use bytes::Bytes;
+use futures::{SinkExt, StreamExt};
+use http::{HeaderValue, Response, StatusCode, header};
+use http_body_util::BodyExt;
+use hyper_util::rt::TokioIo;
+use serde_json::{Value, json};
+use tokio::io::AsyncWriteExt;
+use tokio_tungstenite::WebSocketStream;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, frame::coding::CloseCode};
+
+use crate::http::{Req, Resp};
+
+/// Subprotocols served, by the server's knowledge (selection follows client order).
+const SUPPORTED: [&str; 5] = [
+    "v5.channel.k8s.io",
+    "v4.channel.k8s.io",
+    "v4.base64.channel.k8s.io",
+    "channel.k8s.io",
+    "base64.channel.k8s.io",
+];
+
+/// The chosen protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Protocol {
+    /// The wire name.
+    pub name: &'static str,
+    /// `v5`: stdin close signal.
+    pub v5: bool,
+    /// v4+: JSON status on channel 3 (else plain text, failure only).
+    pub json_status: bool,
+    /// Text frames with base64 payloads.
+    pub base64: bool,
+}
+
+impl Protocol {
+    fn of(name: &'static str) -> Self {
+        Self {
+            name,
+            v5: name.starts_with("v5."),
+            json_status: name.starts_with("v4.") || name.starts_with("v5."),
+            base64: name.contains("base64"),
+        }
+    }
+}
+
+/// Pick the first client-offered protocol the server supports. A request that offers
+/// none gets the unnamed binary protocol (`channel.k8s.io` framing), as the CRI server
+/// does; one that offers only unknown names gets `None` (403).
+pub fn negotiate(req: &Req) -> Option<Option<Protocol>> {
+    negotiate_headers(req.headers())
+}
+
+fn negotiate_headers(headers: &http::HeaderMap) -> Option<Option<Protocol>> {
+    let offered: Vec<String> = headers
+        .get_all(header::SEC_WEBSOCKET_PROTOCOL)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(',').map(|p| p.trim().to_string()))
+        .filter(|p| !p.is_empty())
+        .collect();
+    if offered.is_empty() {
+        return Some(None);
+    }
+    offered
+        .iter()
+        .find_map(|o| SUPPORTED.iter().find(|s| **s == o.as_str()))
+        .map(|s| Some(Protocol::of(s)))
+}
+
+/// The `101 Switching Protocols` answer.
+pub fn switching(req: &Req, proto: Option<Protocol>) -> Resp {
+    let key = req
+        .headers()
+        .get(header::SEC_WEBSOCKET_KEY)
+        .map(|k| k.as_bytes().to_vec())
+        .unwrap_or_default();
+    let accept = tokio_tungstenite::tungstenite::handshake::derive_accept_key(&key);
+    let mut r = Response::new(http_body_util::Empty::new().map_err(|n| match n {}).boxed());
+    *r.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
+    let h = r.headers_mut();
+    h.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
+    h.insert(header::CONNECTION, HeaderValue::from_static("Upgrade"));
+    if let Ok(v) = HeaderValue::from_str(&accept) {
+        h.insert(header::SEC_WEBSOCKET_ACCEPT, v);
+    }
+    if let Some(p) = proto {
+        h.insert(header::SEC_WEBSOCKET_PROTOCOL, HeaderValue::from_static(p.name));
+    }
+    r
+}
+
+/// What to run.
+#[derive(Debug, Clone, Default)]
+pub struct ExecSpec {
+    /// The Docker container.
+    pub container_id: String,
+    /// argv.
+    pub command: Vec<String>,
+    /// Attach stdin.
+    pub stdin: bool,
+    /// Attach stdout.
+    pub stdout: bool,
+    /// Attach stderr.
+    pub stderr: bool,
+    /// Allocate a TTY (stderr is then merged into stdout).
+    pub tty: bool,
+}
+
+/// A status sent on channel 3 instead of running anything (e.g. container not running).
+pub type PreError = Value;
+
+/// The InternalError status shape (`code: 500`), without kind/apiVersion.
+pub fn internal_status(msg: &str) -> Value {
+    json!({"metadata": {}, "status": "Failure", "message": format!("Internal error occurred: {msg}"),
+           "reason": "InternalError", "details": {"causes": [{"message": msg}]}, "code": 500})
+}
+
+/// Run one exec session over an upgraded connection.
+pub async fn session(
+    req: Req,
+    proto: Option<Protocol>,
+    docker: Docker,
+    spec: ExecSpec,
+    pre: Option<PreError>,
+) {
+    let upgraded = match hyper::upgrade::on(req).await {
+        Ok(u) => u,
+        Err(e) => {
+            tracing::debug!(error = %e, "exec upgrade failed");
+            return;
+        }
+    };
+    let ws = WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, None).await;
+    let p = proto.unwrap_or(Protocol::of("channel.k8s.io"));
+    let (mut tx, mut rx) = ws.split();
+    let frame = |ch: u8, data: &[u8]| -> Message {
+        if p.base64 {
+            let mut s = String::with_capacity(1 + data.len() * 4 / 3 + 4);
+            s.push(char::from(b'0' + ch));
+            s.push_str(&STANDARD.encode(data));
+            Message::text(s)
+        } else {
+            let mut v = Vec::with_capacity(1 + data.len());
+            v.push(ch);
+            v.extend_from_slice(data);
+            Message::binary(v)
+        }
+    };
+    let greet = if spec.stdout {
+        1
+    } else if spec.stderr && !spec.tty {
+        2
+    } else {
+        3
+    };
+    if tx.send(frame(greet, &[])).await.is_err() {
+        return;
+    }
+    let status = match pre {
+        Some(s) => Some(s),
+        None => run(&docker, &spec, p, &mut tx, &mut rx, &frame).await,
+    };
+    if let Some(s) = status {
+        let body = if p.json_status {
+            serde_json::to_vec(&s).unwrap_or_default()
+        } else {
+            s["message"].as_str().unwrap_or("").as_bytes().to_vec()
+        };
+        let _ = tx.send(frame(3, &body)).await;
+    }
+    let _ = tx
+        .send(Message::Close(Some(CloseFrame {
+            code: CloseCode::Normal,
+            reason: "".into(),
+        })))
+        .await;
+    // Let the client read and answer the close; give up after a while.
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), async {
+        while let Some(Ok(m)) = rx.next().await {
+            if m.is_close() {
+                break;
+            }
+        }
+    })
+    .await;
+}
+
+type Tx = futures::stream::SplitSink<WebSocketStream<TokioIo<hyper::upgrade::Upgraded>>, Message>;
+type Rx = futures::stream::SplitStream<WebSocketStream<TokioIo<hyper::upgrade::Upgraded>>>;
+
+/// Run the command; returns the status to send (`None` for v1 success).
+async fn run(
+    docker: &Docker,
+    spec: &ExecSpec,
+    p: Protocol,
+    tx: &mut Tx,
+    rx: &mut Rx,
+    frame: &impl Fn(u8, &[u8]) -> Message,
+) -> Option<Value> {
+    let create = CreateExecOptions {
+        attach_stdin: Some(spec.stdin),
+        attach_stdout: Some(spec.stdout),
+        attach_stderr: Some(spec.stderr),
+        tty: Some(spec.tty),
+        cmd: Some(spec.command.clone()),
+        ..Default::default()
+    };
+    let id = match docker.create_exec(&spec.container_id, create).await {
+        Ok(r) => r.id,
+        Err(e) => {
+            return Some(internal_status(&format!(
+                "error executing command in container: {e}"
+            )));
+        }
+    };
+    let start = StartExecOptions {
+        detach: false,
+        tty: spec.tty,
+        output_capacity: None,
+    };
+    let (mut output, mut input) = match docker.start_exec(&id, Some(start)).await {
+        Ok(StartExecResults::Attached { output, input }) => (output, Some(input)),
+        Ok(StartExecResults::Detached) => return Some(internal_status("exec started detached")),
+        Err(e) => {
+            return Some(internal_status(&format!(
+                "error executing command in container: {e}"
+            )));
+        }
+    };
+    if !spec.stdin
+        && let Some(mut i) = input.take()
+    {
+        let _ = i.shutdown().await;
+    }
+    let mut first = true;
+    let mut start_error = None;
+    loop {
+        tokio::select! {
+            out = output.next() => match out {
+                None => break,
+                Some(Err(e)) => {
+                    tracing::debug!(error = %e, "exec output ended with an error");
+                    break;
+                }
+                Some(Ok(o)) => {
+                    let (ch, msg): (u8, Bytes) = match o {
+                        LogOutput::StdOut { message } | LogOutput::Console { message } => (1, message),
+                        LogOutput::StdErr { message } => (2, message),
+                        LogOutput::StdIn { .. } => continue,
+                    };
+                    if first && msg.starts_with(b"OCI runtime exec failed") {
+                        start_error = Some(String::from_utf8_lossy(&msg).trim().to_string());
+                        first = false;
+                        continue;
+                    }
+                    first = false;
+                    let wanted = (ch == 1 && spec.stdout) || (ch == 2 && spec.stderr);
+                    if wanted && tx.send(frame(ch, &msg)).await.is_err() {
+                        return None;
+                    }
+                }
+            },
+            msg = rx.next() => match msg {
+                None | Some(Err(_)) => return None,
+                Some(Ok(m)) => {
+                    let data: Vec<u8> = match m {
+                        Message::Binary(b) => b.to_vec(),
+                        Message::Text(t) if p.base64 => {
+                            let t = t.as_str();
+                            let Some(ch) = t.bytes().next() else { continue };
+                            match STANDARD.decode(&t[1..]) {
+                                Ok(mut d) => { d.insert(0, ch.wrapping_sub(b'0')); d }
+                                Err(_) => continue,
+                            }
+                        }
+                        Message::Close(_) => return None,
+                        _ => continue,
+                    };
+                    match data.split_first() {
+                        Some((0, rest)) if !rest.is_empty() => {
+                            if let Some(i) = input.as_mut()
+                                && i.write_all(rest).await.is_err()
+                            {
+                                input = None;
+                            }
+                        }
+                        Some((255, [0])) if p.v5 => {
+                            if let Some(mut i) = input.take() {
+                                let _ = i.shutdown().await;
+                            }
+                        }
+                        Some((255, _)) if p.v5 => return Some(internal_status("invalid close signal")),
+                        Some((4, rest)) => resize(docker, &id, rest).await,
+                        _ => {}
+                    }
+                }
+            },
+        }
+    }
+    if let Some(e) = start_error {
+        return Some(internal_status(&format!(
+            "error executing command in container: {e}"
+        )));
+    }
+    let code = docker
+        .inspect_exec(&id)
+        .await
+        .ok()
+        .and_then(|i| i.exit_code)
+        .unwrap_or(-1);
+    Some(exit_status(&spec.command, code))
+}
+
+/// The channel-3 status for an exit code (success or `NonZeroExitCode`).
+pub fn exit_status(command: &[String], code: i64) -> Value {
+    if code == 0 {
+        return json!({"metadata": {}, "status": "Success"});
+    }
+    json!({
+        "metadata": {},
+        "status": "Failure",
+        "message": format!(
+            "command terminated with non-zero exit code: error executing command [{}], exit code {code}",
+            command.join(" ")
+        ),
+        "reason": "NonZeroExitCode",
+        "details": {"causes": [{"reason": "ExitCode", "message": code.to_string()}]},
+    })
+}
+
+async fn resize(docker: &Docker, id: &str, body: &[u8]) {
+    #[derive(serde::Deserialize)]
+    struct Size {
+        #[serde(alias = "width", alias = "Width")]
+        w: u16,
+        #[serde(alias = "height", alias = "Height")]
+        h: u16,
+    }
+    if let Ok(s) = serde_json::from_slice::<Size>(body) {
+        let _ = docker
+            .resize_exec(
+                id,
+                bollard::query_parameters::ResizeExecOptions {
+                    h: i32::from(s.h),
+                    w: i32::from(s.w),
+                },
+            )
+            .await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_have_client_go_shapes() {
+        let ok = serde_json::to_string(&exit_status(&[], 0)).unwrap();
+        assert_eq!(ok, r#"{"metadata":{},"status":"Success"}"#);
+        let bad = exit_status(&["sh".into(), "-c".into(), "exit 3".into()], 3);
+        assert_eq!(bad["reason"], "NonZeroExitCode");
+        assert_eq!(bad["details"]["causes"][0]["reason"], "ExitCode");
+        assert_eq!(bad["details"]["causes"][0]["message"], "3");
+        assert!(bad.get("code").is_none());
+        assert!(
+            bad["message"]
+                .as_str()
+                .unwrap()
+                .ends_with("[sh -c exit 3], exit code 3")
+        );
+        assert_eq!(internal_status("x")["code"], 500);
+    }
+
+    #[test]
+    fn negotiation_follows_client_preference() {
+        let req = |p: Option<&str>| {
+            let mut b = http::Request::builder().uri("/exec");
+            if let Some(p) = p {
+                b = b.header("Sec-WebSocket-Protocol", p);
+            }
+            b.body(()).unwrap()
+        };
+        let pick = |p| negotiate_headers(req(p).headers());
+        assert_eq!(
+            pick(Some("v4.channel.k8s.io, v5.channel.k8s.io"))
+                .unwrap()
+                .unwrap()
+                .name,
+            "v4.channel.k8s.io"
+        );
+        assert!(pick(Some("v5.channel.k8s.io")).unwrap().unwrap().v5);
+        assert!(pick(Some("x, y")).is_none());
+        assert_eq!(pick(None), Some(None));
+    }
+}

@@ -1,0 +1,284 @@
+//! The kubelet-compatible endpoint (k8s-wire-protocols §1): `/healthz`, `/pods`,
+//! `/containerLogs/{ns}/{pod}/{ctr}` and `/exec/{ns}/{pod}[/{uid}]/{ctr}`, with the
+//! kubelet's webhook authentication (401 `Unauthorized`) and SubjectAccessReview
+//! authorization on `nodes/<subresource>` (fine-grained `pods`/`healthz` first, then
+//! `proxy`; 403 `Forbidden (user=…, verb=…, resource=nodes, subresource(s)=[…])`).
+//! Errors are plain text, never Status JSON (except in band on channel 3 of an exec).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use http::{HeaderValue, Method};
+use serde_json::{Value, json};
+
+use crate::auth::{Attributes, Decision, Rbac, Subject, Tokens, tokens::bearer};
+use crate::counts::Counts;
+use crate::exec::{self, ExecSpec};
+use crate::http::{
+    Handler, Query, Req, Resp, full, is_websocket, json as json_resp, kubelet_error, streaming,
+};
+use crate::logs::{self, LogOptions};
+use crate::pods::Pods;
+use crate::status::KubeletError;
+use crate::store::{Kind, Store};
+
+/// Shared state of the kubelet endpoint.
+pub struct Kubelet {
+    /// Objects (the kubelet's pod manager view is the API's pods on this node).
+    pub store: Arc<Store>,
+    /// Pods on the node.
+    pub pods: Arc<Pods>,
+    /// Tokens (the TokenReview).
+    pub tokens: Arc<Tokens>,
+    /// Policy (the SubjectAccessReview).
+    pub rbac: Arc<Rbac>,
+    /// Request counters.
+    pub counts: Arc<Counts>,
+}
+
+impl Handler for Kubelet {
+    fn handle(self: Arc<Self>, req: Req) -> Pin<Box<dyn Future<Output = Resp> + Send>> {
+        Box::pin(async move { self.route(req).await.unwrap_or_else(|e| kubelet_error(&e)) })
+    }
+}
+
+/// The kubelet's verb for an HTTP method.
+fn verb(m: &Method) -> &'static str {
+    match *m {
+        Method::POST => "create",
+        Method::PUT => "update",
+        Method::PATCH => "patch",
+        Method::DELETE => "delete",
+        _ => "get",
+    }
+}
+
+/// Subresources checked for a path, in order (any allow wins).
+fn subresources(path: &str) -> &'static [&'static str] {
+    let is = |p: &str| path == p || path.starts_with(&format!("{p}/"));
+    if is("/stats") {
+        &["stats"]
+    } else if is("/metrics") {
+        &["metrics"]
+    } else if is("/logs") {
+        &["log"]
+    } else if is("/pods") || is("/runningpods") {
+        &["pods", "proxy"]
+    } else if is("/healthz") {
+        &["healthz", "proxy"]
+    } else if is("/configz") {
+        &["configz", "proxy"]
+    } else {
+        &["proxy"]
+    }
+}
+
+impl Kubelet {
+    fn authorize(&self, who: &Subject, verb: &str, path: &str) -> Result<(), KubeletError> {
+        let subs = subresources(path);
+        for sub in subs {
+            let a = Attributes {
+                verb,
+                group: "",
+                resource: "nodes",
+                subresource: Some(sub),
+                namespace: None,
+                name: Some(self.pods.node_name()),
+                path,
+            };
+            if let Decision::Allow(_) = self.rbac.authorize(who, &a) {
+                return Ok(());
+            }
+        }
+        Err(KubeletError::new(
+            403,
+            format!(
+                "Forbidden (user={}, verb={verb}, resource=nodes, subresource(s)=[{}])\n",
+                who.user,
+                subs.join(" ")
+            ),
+        ))
+    }
+
+    async fn route(self: Arc<Self>, req: Req) -> Result<Resp, KubeletError> {
+        let path = req.uri().path().to_string();
+        let segs: Vec<String> = path.trim_matches('/').split('/').map(str::to_string).collect();
+        let auth = req
+            .headers()
+            .get(http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok());
+        let Some(who) = bearer(auth).and_then(|t| self.tokens.review(t)) else {
+            self.counts.add(None, "kubelet", "unauthenticated", &path);
+            return Err(KubeletError::new(401, "Unauthorized"));
+        };
+        let v = verb(req.method());
+        let path_pod = match segs.first().map(String::as_str) {
+            Some("containerLogs" | "exec" | "run" | "attach") if segs.len() >= 3 => {
+                Some(format!("{}/{}", segs[1], segs[2]))
+            }
+            _ => None,
+        };
+        let pod_key = who
+            .pod
+            .as_ref()
+            .map(|p| format!("{}/{}", p.namespace, p.name))
+            .or(path_pod);
+        self.counts.add(pod_key, "kubelet", v, &path);
+        self.authorize(&who, v, &path)?;
+        let q = Query::of(&req);
+        let segs: Vec<&str> = segs.iter().map(String::as_str).collect();
+        match segs.as_slice() {
+            ["healthz", ..] => Ok(full(200, "text/plain; charset=utf-8", "ok")),
+            ["pods"] => {
+                if req.method() != Method::GET {
+                    let mut r = full(405, "text/plain; charset=utf-8", "405: Method Not Allowed");
+                    r.headers_mut()
+                        .insert(http::header::ALLOW, HeaderValue::from_static("GET"));
+                    return Ok(r);
+                }
+                Ok(json_resp(200, &self.pod_list()))
+            }
+            ["containerLogs", ns, pod, ctr] => {
+                if req.method() != Method::GET {
+                    let mut r = full(405, "text/plain; charset=utf-8", "405: Method Not Allowed");
+                    r.headers_mut()
+                        .insert(http::header::ALLOW, HeaderValue::from_static("GET"));
+                    return Ok(r);
+                }
+                self.logs(ns, pod, ctr, &q)
+            }
+            ["exec", ns, pod, ctr] => self.exec(req, ns, pod, None, ctr, &q).await,
+            ["exec", ns, pod, uid, ctr] => self.exec(req, ns, pod, Some(uid), ctr, &q).await,
+            ["containerLogs", ..] => Err(KubeletError::new(
+                400,
+                r#"{"message": "Missing container name."}"#,
+            )),
+            _ => Err(KubeletError::new(404, "404 page not found\n")),
+        }
+    }
+
+    /// The node's pods as a v1 PodList, with the kubelet's config annotations.
+    fn pod_list(&self) -> Value {
+        let (items, _) = self.store.list(Kind::Pod, None);
+        let items: Vec<Value> = items
+            .iter()
+            .map(|p| {
+                let mut p = (**p).clone();
+                let seen = p["metadata"]["creationTimestamp"].clone();
+                p["metadata"]["annotations"]["kubernetes.io/config.source"] = json!("api");
+                p["metadata"]["annotations"]["kubernetes.io/config.seen"] = seen;
+                p
+            })
+            .collect();
+        json!({"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": items})
+    }
+
+    fn find(&self, ns: &str, pod: &str) -> Result<Arc<Value>, KubeletError> {
+        self.store
+            .get(Kind::Pod, ns, pod)
+            .ok_or_else(|| KubeletError::new(404, format!("pod \"{pod}\" does not exist")))
+    }
+
+    fn logs(&self, ns: &str, pod: &str, ctr: &str, q: &Query) -> Result<Resp, KubeletError> {
+        let opts = LogOptions::parse(q).map_err(|e| {
+            if e.code == 422 {
+                KubeletError::new(422, r#"{"message": "Invalid request."}"#)
+            } else {
+                KubeletError::new(400, r#"{"message": "Unable to decode query."}"#)
+            }
+        })?;
+        let p = self.find(ns, pod)?;
+        let known = ["containers", "initContainers"]
+            .iter()
+            .filter_map(|k| p["spec"][*k].as_array())
+            .flatten()
+            .any(|c| c["name"] == ctr);
+        if !known {
+            return Err(KubeletError::new(
+                404,
+                format!("container \"{ctr}\" not found in pod \"{pod}\""),
+            ));
+        }
+        let id = logs::validate(&p, ctr, opts.previous).map_err(|m| KubeletError::new(400, m))?;
+        Ok(streaming(
+            200,
+            "text/plain",
+            logs::stream(self.pods.docker(), &id, &opts),
+        ))
+    }
+
+    async fn exec(
+        &self,
+        req: Req,
+        ns: &str,
+        pod: &str,
+        uid: Option<&str>,
+        ctr: &str,
+        q: &Query,
+    ) -> Result<Resp, KubeletError> {
+        let one = |k: &str| q.get(k) == Some("1");
+        let spec = ExecSpec {
+            container_id: String::new(),
+            command: q.all("command"),
+            stdin: one("input"),
+            stdout: one("output"),
+            stderr: one("error"),
+            tty: one("tty"),
+        };
+        if !(spec.stdin || spec.stdout || spec.stderr) {
+            return Err(KubeletError::new(
+                400,
+                "you must specify at least 1 of stdin, stdout, stderr",
+            ));
+        }
+        let p = self
+            .find(ns, pod)
+            .map_err(|_| KubeletError::new(404, "pod does not exist"))?;
+        let pod_uid = p["metadata"]["uid"].as_str().unwrap_or("").to_string();
+        let not_found = || KubeletError::new(500, format!("container not found (\"{ctr}\")"));
+        if uid.is_some_and(|u| u != pod_uid) {
+            return Err(not_found());
+        }
+        let running = ["containerStatuses", "initContainerStatuses"]
+            .iter()
+            .filter_map(|k| p["status"][*k].as_array())
+            .flatten()
+            .any(|c| c["name"] == ctr && c["state"]["running"].is_object());
+        let id = self
+            .pods
+            .container_id(&pod_uid, ctr)
+            .await
+            .filter(|_| running)
+            .ok_or_else(not_found)?;
+        if !is_websocket(&req) {
+            return Err(KubeletError::new(500, "Upgrade request required"));
+        }
+        let Some(proto) = exec::negotiate(&req) else {
+            return Err(KubeletError::new(403, "websocket: no common subprotocol"));
+        };
+        let spec = ExecSpec {
+            container_id: id,
+            ..spec
+        };
+        let resp = exec::switching(&req, proto);
+        tokio::spawn(exec::session(req, proto, self.pods.docker().clone(), spec, None));
+        Ok(resp)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn path_to_subresources() {
+        assert_eq!(subresources("/pods"), &["pods", "proxy"]);
+        assert_eq!(subresources("/healthz/ping"), &["healthz", "proxy"]);
+        assert_eq!(subresources("/containerLogs/a/b/c"), &["proxy"]);
+        assert_eq!(subresources("/exec/a/b/c"), &["proxy"]);
+        assert_eq!(subresources("/podsx"), &["proxy"]);
+        assert_eq!(verb(&Method::POST), "create");
+        assert_eq!(verb(&Method::GET), "get");
+    }
+}

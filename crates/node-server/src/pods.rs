@@ -1,0 +1,470 @@
+//! The pod manager between the API objects and the local node: a created pod is stored
+//! `Pending`, given a projected service-account volume (token bound to the pod, rotated on
+//! a period) and the `KUBERNETES_SERVICE_*` env, started on Docker, and its live status is
+//! written back to the store (one `MODIFIED` per change). Deleting stops it with its
+//! grace period, removes its containers and files, revokes its tokens, and removes the
+//! object (`DELETED`).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use argoexec_node::{LocalNode, PodRun};
+use k8s_openapi::api::core::v1::{EnvVar, HostPathVolumeSource, Pod, Volume, VolumeMount};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::auth::{BoundPod, Subject, Tokens};
+use crate::serviceaccount::{self, MOUNT_PATH, Projection};
+use crate::status::{ApiError, PODS};
+use crate::store::{Kind, Store, new_uid};
+
+/// Settings of the pod manager.
+#[derive(Debug, Clone)]
+pub struct PodsConfig {
+    /// The API server's port (the pods' `KUBERNETES_SERVICE_PORT`).
+    pub api_port: u16,
+    /// Lifetime of a projected token.
+    pub token_ttl: Duration,
+    /// How often a pod's projected token is replaced.
+    pub token_rotation: Duration,
+    /// The cluster CA (`ca.crt`).
+    pub ca_pem: String,
+    /// Host directory for the projected volumes.
+    pub sa_root: PathBuf,
+}
+
+struct Running {
+    run: tokio::sync::Mutex<Option<PodRun>>,
+    stop: CancellationToken,
+    done: tokio::sync::Notify,
+    finished: std::sync::atomic::AtomicBool,
+}
+
+/// The pod manager.
+pub struct Pods {
+    node: LocalNode,
+    store: Arc<Store>,
+    tokens: Arc<Tokens>,
+    config: PodsConfig,
+    running: Mutex<HashMap<String, Arc<Running>>>,
+}
+
+impl Pods {
+    /// A manager over `node`.
+    pub fn new(node: LocalNode, store: Arc<Store>, tokens: Arc<Tokens>, config: PodsConfig) -> Arc<Self> {
+        Arc::new(Self {
+            node,
+            store,
+            tokens,
+            config,
+            running: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The node's name.
+    pub fn node_name(&self) -> &str {
+        &self.node.config().node_name
+    }
+
+    /// The Docker client.
+    pub fn docker(&self) -> &bollard::Docker {
+        self.node.docker()
+    }
+
+    /// Validate, default, store and start a pod from its JSON body.
+    ///
+    /// # Errors
+    /// 400/422 for bad bodies, 409 when the name is taken.
+    pub fn create(self: &Arc<Self>, ns: &str, mut body: Value) -> Result<Arc<Value>, ApiError> {
+        if !body.is_object() {
+            return Err(ApiError::bad_request("the body must be a JSON object"));
+        }
+        if let Some(bns) = body["metadata"]["namespace"].as_str()
+            && bns != ns
+        {
+            return Err(ApiError::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            ));
+        }
+        let name = match body["metadata"]["name"].as_str().filter(|n| !n.is_empty()) {
+            Some(n) => n.to_string(),
+            None => match body["metadata"]["generateName"].as_str() {
+                Some(prefix) => format!("{prefix}{}", &new_uid()[..5]),
+                None => {
+                    return Err(ApiError::invalid(
+                        &PODS,
+                        "",
+                        "metadata.name",
+                        "Required value: name or generateName is required",
+                    ));
+                }
+            },
+        };
+        body["metadata"]["name"] = json!(name);
+        let mut pod: Pod = serde_json::from_value(body).map_err(|e| {
+            ApiError::bad_request(format!("Pod in version \"v1\" cannot be handled as a Pod: {e}"))
+        })?;
+        let spec = pod
+            .spec
+            .as_mut()
+            .ok_or_else(|| ApiError::invalid(&PODS, &name, "spec", "Required value"))?;
+        if spec.containers.is_empty() {
+            return Err(ApiError::invalid(
+                &PODS,
+                &name,
+                "spec.containers",
+                "Required value",
+            ));
+        }
+        match spec.restart_policy.as_deref() {
+            None | Some("Never") => spec.restart_policy = Some("Never".into()),
+            Some(other) => {
+                return Err(ApiError::invalid(
+                    &PODS,
+                    &name,
+                    "spec.restartPolicy",
+                    &format!(
+                        "Unsupported value: \"{other}\": the local node runs pods with restartPolicy Never only"
+                    ),
+                ));
+            }
+        }
+        spec.node_name = Some(self.node_name().to_string());
+        let sa = spec
+            .service_account_name
+            .clone()
+            .unwrap_or_else(|| "default".into());
+        spec.service_account_name = Some(sa.clone());
+        spec.service_account = Some(sa);
+        spec.termination_grace_period_seconds.get_or_insert(30);
+        let automount = spec.automount_service_account_token != Some(false);
+        let sa_volume = automount.then(|| format!("kube-api-access-{}", &new_uid()[..5]));
+        if let Some(vol) = &sa_volume {
+            spec.volumes
+                .get_or_insert_with(Vec::new)
+                .push(projected_volume(vol));
+            for c in spec
+                .init_containers
+                .iter_mut()
+                .flatten()
+                .chain(spec.containers.iter_mut())
+            {
+                let mounts = c.volume_mounts.get_or_insert_with(Vec::new);
+                if !mounts.iter().any(|m| m.mount_path == MOUNT_PATH) {
+                    mounts.push(VolumeMount {
+                        name: vol.clone(),
+                        mount_path: MOUNT_PATH.into(),
+                        read_only: Some(true),
+                        ..Default::default()
+                    });
+                }
+            }
+        }
+        pod.status = Some(argoexec_node::status::initial(&pod));
+        let obj = serde_json::to_value(&pod).map_err(ApiError::internal)?;
+        let stored = self.store.create(Kind::Pod, ns, obj)?;
+        let uid = stored["metadata"]["uid"].as_str().unwrap_or("").to_string();
+        pod.metadata.uid = Some(uid.clone());
+        pod.metadata.namespace = Some(ns.to_string());
+        let entry = Arc::new(Running {
+            run: tokio::sync::Mutex::new(None),
+            stop: CancellationToken::new(),
+            done: tokio::sync::Notify::new(),
+            finished: false.into(),
+        });
+        self.lock().insert(uid, entry.clone());
+        let me = self.clone();
+        tokio::spawn(async move { me.drive(pod, sa_volume, entry).await });
+        Ok(stored)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Running>>> {
+        self.running.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Run one pod until it is deleted.
+    async fn drive(self: Arc<Self>, mut pod: Pod, sa_volume: Option<String>, entry: Arc<Running>) {
+        let ns = pod.metadata.namespace.clone().unwrap_or_default();
+        let name = pod.metadata.name.clone().unwrap_or_default();
+        let uid = pod.metadata.uid.clone().unwrap_or_default();
+        let sa_dir = self.config.sa_root.join(&uid);
+        let mut rotation = None;
+        if let Some(vol) = &sa_volume {
+            match self.project(&pod, vol, &sa_dir) {
+                Ok(()) => {
+                    rotation = Some(
+                        self.clone()
+                            .rotate(pod.clone(), sa_dir.clone(), entry.stop.clone()),
+                    )
+                }
+                Err(e) => {
+                    self.fail(&ns, &name, &format!("project the service-account volume: {e}"));
+                }
+            }
+        }
+        self.add_service_env(&mut pod);
+        match self.node.start_pod(pod).await {
+            Ok(run) => {
+                let mut rx = run.status();
+                *entry.run.lock().await = Some(run);
+                loop {
+                    let st = rx.borrow_and_update().clone();
+                    let v = with_conditions(serde_json::to_value(&st).unwrap_or(Value::Null));
+                    let _ = self.store.update(Kind::Pod, &ns, &name, |o| {
+                        o["status"] = v;
+                        Ok(())
+                    });
+                    tokio::select! {
+                        r = rx.changed() => if r.is_err() { break },
+                        () = entry.stop.cancelled() => break,
+                    }
+                }
+            }
+            Err(e) => self.fail(&ns, &name, &e.to_string()),
+        }
+        entry.finished.store(true, std::sync::atomic::Ordering::SeqCst);
+        // Keep the containers (logs, final state) until the pod is deleted.
+        entry.stop.cancelled().await;
+        if let Some(r) = rotation {
+            r.abort();
+        }
+        entry.done.notify_waiters();
+    }
+
+    /// Mark a pod that could not start as failed, with the node's message.
+    fn fail(&self, ns: &str, name: &str, message: &str) {
+        tracing::warn!(pod = %name, error = %message, "pod could not start");
+        let _ = self.store.update(Kind::Pod, ns, name, |o| {
+            o["status"]["phase"] = json!("Failed");
+            o["status"]["reason"] = json!("NodeError");
+            o["status"]["message"] = json!(message);
+            Ok(())
+        });
+    }
+
+    fn subject(pod: &Pod) -> Subject {
+        let ns = pod.metadata.namespace.clone().unwrap_or_default();
+        let sa = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.service_account_name.clone())
+            .unwrap_or_else(|| "default".into());
+        let mut s = Subject::service_account(&ns, &sa);
+        s.pod = Some(BoundPod {
+            namespace: ns,
+            name: pod.metadata.name.clone().unwrap_or_default(),
+            uid: pod.metadata.uid.clone().unwrap_or_default(),
+        });
+        s
+    }
+
+    /// Write the projection and point the volume at it.
+    fn project(&self, pod: &Pod, _vol: &str, dir: &std::path::Path) -> std::io::Result<()> {
+        let token = self.tokens.issue(Self::subject(pod), Some(self.config.token_ttl));
+        serviceaccount::write(
+            dir,
+            &Projection {
+                token: &token,
+                ca_pem: &self.config.ca_pem,
+                namespace: pod.metadata.namespace.as_deref().unwrap_or(""),
+            },
+        )
+    }
+
+    fn rotate(
+        self: Arc<Self>,
+        pod: Pod,
+        dir: PathBuf,
+        stop: CancellationToken,
+    ) -> tokio::task::JoinHandle<()> {
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    () = tokio::time::sleep(self.config.token_rotation) => {}
+                    () = stop.cancelled() => return,
+                }
+                if let Err(e) = self.project(&pod, "", &dir) {
+                    tracing::warn!(error = %e, "could not rotate a projected token");
+                } else {
+                    tracing::debug!(
+                        pod = pod.metadata.name.as_deref().unwrap_or(""),
+                        "projected token rotated"
+                    );
+                }
+            }
+        })
+    }
+
+    /// The env the kubelet adds to every container, and the projected volume as a host path.
+    fn add_service_env(&self, pod: &mut Pod) {
+        let uid = pod.metadata.uid.clone().unwrap_or_default();
+        let port = self.config.api_port.to_string();
+        let Some(spec) = pod.spec.as_mut() else { return };
+        for v in spec.volumes.iter_mut().flatten() {
+            if v.projected.is_some() && v.name.starts_with("kube-api-access-") {
+                v.projected = None;
+                v.host_path = Some(HostPathVolumeSource {
+                    path: self.config.sa_root.join(&uid).display().to_string(),
+                    type_: Some("Directory".into()),
+                });
+            }
+        }
+        let env = [
+            ("KUBERNETES_SERVICE_HOST", "127.0.0.1".to_string()),
+            ("KUBERNETES_SERVICE_PORT", port.clone()),
+            ("KUBERNETES_SERVICE_PORT_HTTPS", port.clone()),
+            ("KUBERNETES_PORT", format!("tcp://127.0.0.1:{port}")),
+        ];
+        for c in spec
+            .init_containers
+            .iter_mut()
+            .flatten()
+            .chain(spec.containers.iter_mut())
+        {
+            let list = c.env.get_or_insert_with(Vec::new);
+            for (k, v) in &env {
+                if !list.iter().any(|e| e.name == *k) {
+                    list.push(EnvVar {
+                        name: (*k).into(),
+                        value: Some(v.clone()),
+                        value_from: None,
+                    });
+                }
+            }
+        }
+    }
+
+    /// The Docker ID of a container of a running (or finished) pod.
+    pub async fn container_id(&self, uid: &str, container: &str) -> Option<String> {
+        let entry = self.lock().get(uid).cloned()?;
+        let g = entry.run.lock().await;
+        g.as_ref()?.container_id(container)
+    }
+
+    /// Delete a pod: stop it with `grace`, clean it up, then remove the object.
+    /// Returns the object as it was when the deletion began.
+    ///
+    /// # Errors
+    /// 404 when absent.
+    pub fn delete(
+        self: &Arc<Self>,
+        ns: &str,
+        name: &str,
+        grace: Option<i64>,
+    ) -> Result<Arc<Value>, ApiError> {
+        let cur = self
+            .store
+            .get(Kind::Pod, ns, name)
+            .ok_or_else(|| ApiError::not_found(&PODS, name))?;
+        if cur["metadata"]["deletionTimestamp"].is_string() {
+            return Ok(cur);
+        }
+        let spec_grace = cur["spec"]["terminationGracePeriodSeconds"]
+            .as_i64()
+            .unwrap_or(30);
+        let grace = grace.unwrap_or(spec_grace).max(0);
+        let marked = self.store.update(Kind::Pod, ns, name, |o| {
+            o["metadata"]["deletionTimestamp"] = json!(crate::store::now_rfc3339());
+            o["metadata"]["deletionGracePeriodSeconds"] = json!(grace);
+            Ok(())
+        })?;
+        let uid = cur["metadata"]["uid"].as_str().unwrap_or("").to_string();
+        let me = self.clone();
+        let (ns, name) = (ns.to_string(), name.to_string());
+        tokio::spawn(async move { me.finish_delete(&ns, &name, &uid, grace).await });
+        Ok(marked)
+    }
+
+    async fn finish_delete(&self, ns: &str, name: &str, uid: &str, grace: i64) {
+        let entry = self.lock().get(uid).cloned();
+        if let Some(entry) = entry {
+            let grace = Duration::from_secs(u64::try_from(grace).unwrap_or(0));
+            let run = entry.run.lock().await.take();
+            if let Some(run) = run {
+                run.stop(grace);
+                let st = run.finished().await;
+                let v = with_conditions(serde_json::to_value(&st).unwrap_or(Value::Null));
+                let _ = self.store.update(Kind::Pod, ns, name, |o| {
+                    o["status"] = v;
+                    Ok(())
+                });
+                if let Err(e) = run.cleanup().await {
+                    tracing::warn!(pod = %name, error = %e, "pod cleanup");
+                }
+            }
+            let done = entry.done.notified();
+            entry.stop.cancel();
+            if !entry.finished.load(std::sync::atomic::Ordering::SeqCst) {
+                done.await;
+            }
+            self.lock().remove(uid);
+        }
+        self.tokens.revoke_pod(uid);
+        let _ = std::fs::remove_dir_all(self.config.sa_root.join(uid));
+        self.store.delete(Kind::Pod, ns, name);
+    }
+
+    /// Delete every pod now (shutdown) and wait until they are gone.
+    pub async fn shutdown(self: &Arc<Self>) {
+        let (pods, _) = self.store.list(Kind::Pod, None);
+        let mut tasks = Vec::new();
+        for p in pods {
+            let ns = p["metadata"]["namespace"].as_str().unwrap_or("").to_string();
+            let name = p["metadata"]["name"].as_str().unwrap_or("").to_string();
+            let uid = p["metadata"]["uid"].as_str().unwrap_or("").to_string();
+            let me = self.clone();
+            tasks.push(tokio::spawn(async move {
+                me.finish_delete(&ns, &name, &uid, 0).await
+            }));
+        }
+        for t in tasks {
+            let _ = t.await;
+        }
+    }
+}
+
+/// The kubelet's pod conditions (`PodScheduled`, `Initialized`, `ContainersReady`,
+/// `Ready`) derived from the container states; transition times are the pod's start.
+fn with_conditions(mut status: Value) -> Value {
+    let all = |key: &str, f: &dyn Fn(&Value) -> bool| status[key].as_array().is_none_or(|v| v.iter().all(f));
+    let initialized = all("initContainerStatuses", &|c| {
+        c["state"]["terminated"]["exitCode"] == 0
+    });
+    let ready = all("containerStatuses", &|c| c["ready"] == true) && status["containerStatuses"].is_array();
+    let since = status["startTime"].clone();
+    let cond = |t: &str, ok: bool| {
+        let mut c = json!({"type": t, "status": if ok { "True" } else { "False" }, "lastProbeTime": null, "lastTransitionTime": since});
+        if !ok && t != "PodScheduled" && t != "Initialized" {
+            c["reason"] = json!(if status["phase"] == "Succeeded" || status["phase"] == "Failed" {
+                "PodCompleted"
+            } else {
+                "ContainersNotReady"
+            });
+        }
+        c
+    };
+    status["conditions"] = json!([
+        cond("PodScheduled", true),
+        cond("Initialized", initialized),
+        cond("ContainersReady", ready),
+        cond("Ready", ready),
+    ]);
+    status
+}
+
+fn projected_volume(name: &str) -> Volume {
+    serde_json::from_value(json!({
+        "name": name,
+        "projected": {
+            "defaultMode": 420,
+            "sources": [
+                {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+                {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+                {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}}
+            ]
+        }
+    }))
+    .unwrap_or_default()
+}

@@ -1,0 +1,270 @@
+//! [`NodeServer`]: the local node with its two HTTPS endpoints. Starting it generates the
+//! certificates, an admin token, binds both listeners on loopback, and serves until
+//! [`NodeServer::shutdown`], which deletes every pod (containers and files) first.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use argoexec_node::{LocalNode, NodeConfig};
+use base64::Engine;
+use serde_json::Value;
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::api::Api;
+use crate::auth::{Rbac, Subject, Tokens};
+use crate::counts::{CountRow, Counts};
+use crate::error::ServerError;
+use crate::kubelet::Kubelet;
+use crate::pki::{KubeletCert, Pki};
+use crate::pods::{Pods, PodsConfig};
+use crate::status::ApiError;
+use crate::store::{Kind, Store};
+
+/// How the node's endpoints are set up.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// The pods-on-Docker runtime.
+    pub node: NodeConfig,
+    /// API server port on 127.0.0.1 (0: any free port).
+    pub api_port: u16,
+    /// Kubelet port on 127.0.0.1 (0: any free port).
+    pub kubelet_port: u16,
+    /// The kubelet's serving certificate setup.
+    pub kubelet_cert: KubeletCert,
+    /// Lifetime of projected service-account tokens (3607 s, as the kubelet asks).
+    pub token_ttl: Duration,
+    /// Rotation period of projected tokens (the kubelet's 80 % of the TTL ≈ 48 min).
+    pub token_rotation: Duration,
+    /// Events kept per kind for resuming watches (the watch cache; 100 by default).
+    pub watch_cache: usize,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            node: NodeConfig::default(),
+            api_port: 0,
+            kubelet_port: 0,
+            kubelet_cert: KubeletCert::default(),
+            token_ttl: Duration::from_secs(3607),
+            token_rotation: Duration::from_secs(2880),
+            watch_cache: 100,
+        }
+    }
+}
+
+/// The running node server.
+pub struct NodeServer {
+    api: Arc<Api>,
+    pki: Pki,
+    admin_token: String,
+    api_port: u16,
+    kubelet_port: u16,
+    node_name: String,
+    shutdown: CancellationToken,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+async fn bind(port: u16, what: &str) -> Result<TcpListener, ServerError> {
+    TcpListener::bind(("127.0.0.1", port))
+        .await
+        .map_err(|e| ServerError::io(format!("bind the {what} endpoint on 127.0.0.1:{port}"), e))
+}
+
+impl NodeServer {
+    /// Start the node and both endpoints.
+    ///
+    /// # Errors
+    /// Docker unreachable, certificate generation, or a port in use.
+    pub async fn start(config: ServerConfig) -> Result<Self, ServerError> {
+        let node = LocalNode::connect(config.node.clone()).await?;
+        let node_name = config.node.node_name.clone();
+        let pki = Pki::generate(&node_name, config.kubelet_cert)?;
+        let api_l = bind(config.api_port, "API server").await?;
+        let kubelet_l = bind(config.kubelet_port, "kubelet").await?;
+        let port = |l: &TcpListener| l.local_addr().map(|a| a.port()).unwrap_or(0);
+        let (api_port, kubelet_port) = (port(&api_l), port(&kubelet_l));
+        let store = Arc::new(Store::new(config.watch_cache));
+        let tokens = Arc::new(Tokens::default());
+        let rbac = Arc::new(Rbac::default());
+        let counts = Arc::new(Counts::default());
+        let sa_root = config
+            .node
+            .state_dir
+            .join(format!("serviceaccounts-{}", config.node.node_label));
+        let pods = Pods::new(
+            node,
+            store.clone(),
+            tokens.clone(),
+            PodsConfig {
+                api_port,
+                token_ttl: config.token_ttl,
+                token_rotation: config.token_rotation,
+                ca_pem: pki.ca_pem().to_string(),
+                sa_root,
+            },
+        );
+        let admin_token = tokens.issue(Subject::admin(), None);
+        let api = Arc::new(Api {
+            store: store.clone(),
+            pods: pods.clone(),
+            tokens: tokens.clone(),
+            rbac: rbac.clone(),
+            counts: counts.clone(),
+            kubelet_port,
+            api_port,
+        });
+        let kubelet = Arc::new(Kubelet {
+            store,
+            pods,
+            tokens,
+            rbac,
+            counts,
+        });
+        let shutdown = CancellationToken::new();
+        let tasks = vec![
+            tokio::spawn(crate::http::serve(
+                api_l,
+                pki.api.server_config(true)?,
+                api.clone(),
+                shutdown.clone(),
+            )),
+            tokio::spawn(crate::http::serve(
+                kubelet_l,
+                pki.kubelet.server_config(false)?,
+                kubelet,
+                shutdown.clone(),
+            )),
+        ];
+        tracing::info!(api_port, kubelet_port, node = %node_name, "local node endpoints are up");
+        Ok(Self {
+            api,
+            pki,
+            admin_token,
+            api_port,
+            kubelet_port,
+            node_name,
+            shutdown,
+            tasks,
+        })
+    }
+
+    /// `https://127.0.0.1:<port>` of the API endpoint.
+    pub fn api_url(&self) -> String {
+        format!("https://127.0.0.1:{}", self.api_port)
+    }
+
+    /// The API endpoint's port.
+    pub fn api_port(&self) -> u16 {
+        self.api_port
+    }
+
+    /// `https://127.0.0.1:<port>` of the kubelet endpoint.
+    pub fn kubelet_url(&self) -> String {
+        format!("https://127.0.0.1:{}", self.kubelet_port)
+    }
+
+    /// The kubelet endpoint's port.
+    pub fn kubelet_port(&self) -> u16 {
+        self.kubelet_port
+    }
+
+    /// The node's name.
+    pub fn node_name(&self) -> &str {
+        &self.node_name
+    }
+
+    /// The cluster CA (PEM).
+    pub fn ca_pem(&self) -> &str {
+        self.pki.ca_pem()
+    }
+
+    /// The CA of the kubelet's certificate (PEM).
+    pub fn kubelet_ca_pem(&self) -> &str {
+        self.pki.kubelet_ca_pem()
+    }
+
+    /// The admin's bearer token (group `system:masters`).
+    pub fn admin_token(&self) -> &str {
+        &self.admin_token
+    }
+
+    /// Mint a token for service account `ns/sa` (valid for `ttl`, forever when `None`).
+    pub fn issue_token(&self, ns: &str, sa: &str, ttl: Option<Duration>) -> String {
+        self.api.tokens.issue(Subject::service_account(ns, sa), ttl)
+    }
+
+    /// The RBAC policy (load Role/Binding YAML into it).
+    pub fn rbac(&self) -> &Rbac {
+        &self.api.rbac
+    }
+
+    /// Request counts, for every pod or one (`namespace/name`).
+    pub fn counts(&self, pod: Option<&str>) -> Vec<CountRow> {
+        self.api.counts.snapshot(pod)
+    }
+
+    /// Create a pod as the API's POST does (as the admin).
+    ///
+    /// # Errors
+    /// The API error a POST would answer.
+    pub fn create_pod(&self, ns: &str, pod: Value) -> Result<Arc<Value>, ApiError> {
+        self.api.pods.create(ns, pod)
+    }
+
+    /// The stored object, if any.
+    pub fn get_pod(&self, ns: &str, name: &str) -> Option<Arc<Value>> {
+        self.api.store.get(Kind::Pod, ns, name)
+    }
+
+    /// A stored workflow task result.
+    pub fn get_task_result(&self, ns: &str, name: &str) -> Option<Arc<Value>> {
+        self.api.store.get(Kind::TaskResult, ns, name)
+    }
+
+    /// Compact the watch history: watches from earlier versions get `410 Expired`.
+    pub fn compact(&self) -> u64 {
+        self.api.store.compact()
+    }
+
+    /// A kubeconfig (YAML) for the admin.
+    pub fn kubeconfig(&self) -> String {
+        let ca = base64::engine::general_purpose::STANDARD.encode(self.ca_pem());
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: argoexec-local\n  cluster:\n    server: {}\n    certificate-authority-data: {ca}\nusers:\n- name: argoexec-admin\n  user:\n    token: {}\ncontexts:\n- name: argoexec-local\n  context:\n    cluster: argoexec-local\n    user: argoexec-admin\n    namespace: default\ncurrent-context: argoexec-local\n",
+            self.api_url(),
+            self.admin_token
+        )
+    }
+
+    /// Write the kubeconfig to `path` (mode 0600: it holds a token).
+    ///
+    /// # Errors
+    /// Host I/O failures.
+    pub fn write_kubeconfig(&self, path: &Path) -> Result<PathBuf, ServerError> {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        let err = |e| ServerError::io(format!("write kubeconfig {}", path.display()), e);
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(path)
+            .map_err(err)?;
+        f.write_all(self.kubeconfig().as_bytes()).map_err(err)?;
+        Ok(path.to_path_buf())
+    }
+
+    /// Delete every pod (containers and files), then stop serving.
+    pub async fn shutdown(self) {
+        self.api.pods.shutdown().await;
+        self.shutdown.cancel();
+        for t in self.tasks {
+            let _ = t.await;
+        }
+    }
+}

@@ -1,0 +1,377 @@
+//! The API server's object store: pods and workflow task results as JSON objects, one
+//! global resource-version counter (like etcd's revision), a bounded per-kind event
+//! history (the watch cache) for resuming watches, and a broadcast of every change.
+//! Watches from a version older than the history's floor get `410 Expired`.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+use tokio::sync::broadcast;
+
+use crate::status::{ApiError, Resource};
+
+/// The kinds the store holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Kind {
+    /// `v1` `Pod`.
+    Pod,
+    /// `argoproj.io/v1alpha1` `WorkflowTaskResult`.
+    TaskResult,
+}
+
+impl Kind {
+    /// `(apiVersion, kind)` of objects of this kind.
+    pub fn type_meta(self) -> (&'static str, &'static str) {
+        match self {
+            Self::Pod => ("v1", "Pod"),
+            Self::TaskResult => ("argoproj.io/v1alpha1", "WorkflowTaskResult"),
+        }
+    }
+
+    /// The resource, for error messages.
+    pub fn resource(self) -> Resource {
+        match self {
+            Self::Pod => crate::status::PODS,
+            Self::TaskResult => crate::status::TASK_RESULTS,
+        }
+    }
+}
+
+/// A watch event's type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventType {
+    /// `ADDED`.
+    Added,
+    /// `MODIFIED`.
+    Modified,
+    /// `DELETED`.
+    Deleted,
+}
+
+impl EventType {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Added => "ADDED",
+            Self::Modified => "MODIFIED",
+            Self::Deleted => "DELETED",
+        }
+    }
+}
+
+/// One change.
+#[derive(Debug, Clone)]
+pub struct Event {
+    /// The resource version the change produced.
+    pub rv: u64,
+    /// The object's kind.
+    pub kind: Kind,
+    /// What happened.
+    pub etype: EventType,
+    /// The object after the change (the last state for deletions).
+    pub object: Arc<Value>,
+}
+
+type Key = (Kind, String, String);
+
+struct Inner {
+    rv: u64,
+    objects: BTreeMap<Key, Arc<Value>>,
+    history: HashMap<Kind, VecDeque<Arc<Event>>>,
+    /// Per kind: events at or below this version are no longer in the history.
+    floor: HashMap<Kind, u64>,
+    cap: usize,
+}
+
+/// Where a watch starts.
+pub enum WatchStart {
+    /// Synthetic `ADDED` events for the current objects, then changes after `rv`.
+    Current(Vec<Arc<Value>>, u64),
+    /// Replayed history after the requested version, then live changes.
+    Replay(Vec<Arc<Event>>),
+}
+
+/// Live changes after a [`WatchStart`].
+pub type Subscription = broadcast::Receiver<Arc<Event>>;
+
+/// The object store.
+pub struct Store {
+    inner: Mutex<Inner>,
+    tx: broadcast::Sender<Arc<Event>>,
+}
+
+impl Store {
+    /// A store whose watch history keeps `cap` events per kind.
+    pub fn new(cap: usize) -> Self {
+        let (tx, _) = broadcast::channel(4096);
+        Self {
+            inner: Mutex::new(Inner {
+                rv: 0,
+                objects: BTreeMap::new(),
+                history: HashMap::new(),
+                floor: HashMap::new(),
+                cap: cap.max(1),
+            }),
+            tx,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Create an object; fills `uid`, `resourceVersion`, `creationTimestamp`, namespace.
+    ///
+    /// # Errors
+    /// 409 `AlreadyExists`.
+    pub fn create(&self, kind: Kind, ns: &str, mut obj: Value) -> Result<Arc<Value>, ApiError> {
+        let name = obj["metadata"]["name"].as_str().unwrap_or("").to_string();
+        let mut g = self.lock();
+        let key = (kind, ns.to_string(), name.clone());
+        if g.objects.contains_key(&key) {
+            return Err(ApiError::already_exists(&kind.resource(), &name));
+        }
+        g.rv += 1;
+        let rv = g.rv;
+        let (api_version, k) = kind.type_meta();
+        obj["apiVersion"] = json!(api_version);
+        obj["kind"] = json!(k);
+        let meta = &mut obj["metadata"];
+        meta["namespace"] = json!(ns);
+        if meta.get("uid").and_then(Value::as_str).is_none() {
+            meta["uid"] = json!(new_uid());
+        }
+        meta["resourceVersion"] = json!(rv.to_string());
+        meta["creationTimestamp"] = json!(now_rfc3339());
+        if kind == Kind::TaskResult {
+            meta["generation"] = json!(1);
+        }
+        let obj = Arc::new(obj);
+        g.objects.insert(key, obj.clone());
+        self.record(&mut g, kind, EventType::Added, obj.clone(), rv);
+        Ok(obj)
+    }
+
+    /// The object, if present.
+    pub fn get(&self, kind: Kind, ns: &str, name: &str) -> Option<Arc<Value>> {
+        self.lock()
+            .objects
+            .get(&(kind, ns.to_string(), name.to_string()))
+            .cloned()
+    }
+
+    /// Every object of `kind` (in `ns` when given) and the store's version.
+    pub fn list(&self, kind: Kind, ns: Option<&str>) -> (Vec<Arc<Value>>, u64) {
+        let g = self.lock();
+        let items = g
+            .objects
+            .iter()
+            .filter(|((k, n, _), _)| *k == kind && ns.is_none_or(|ns| ns == n))
+            .map(|(_, v)| v.clone())
+            .collect();
+        (items, g.rv)
+    }
+
+    /// Change an object with `f`. A change that leaves the object equal produces no new
+    /// version and no event, as with the API server.
+    ///
+    /// # Errors
+    /// 404 when absent; whatever `f` returns.
+    pub fn update(
+        &self,
+        kind: Kind,
+        ns: &str,
+        name: &str,
+        f: impl FnOnce(&mut Value) -> Result<(), ApiError>,
+    ) -> Result<Arc<Value>, ApiError> {
+        let mut g = self.lock();
+        let key = (kind, ns.to_string(), name.to_string());
+        let Some(cur) = g.objects.get(&key).cloned() else {
+            return Err(ApiError::not_found(&kind.resource(), name));
+        };
+        let mut next = (*cur).clone();
+        f(&mut next)?;
+        // Identity fields are the server's.
+        for field in ["uid", "resourceVersion", "creationTimestamp", "namespace", "name"] {
+            next["metadata"][field] = cur["metadata"][field].clone();
+        }
+        next["apiVersion"] = cur["apiVersion"].clone();
+        next["kind"] = cur["kind"].clone();
+        if next == *cur {
+            return Ok(cur);
+        }
+        g.rv += 1;
+        let rv = g.rv;
+        next["metadata"]["resourceVersion"] = json!(rv.to_string());
+        if kind == Kind::TaskResult {
+            let gen_ = cur["metadata"]["generation"].as_i64().unwrap_or(1);
+            next["metadata"]["generation"] = json!(gen_ + 1);
+        }
+        let next = Arc::new(next);
+        g.objects.insert(key, next.clone());
+        self.record(&mut g, kind, EventType::Modified, next.clone(), rv);
+        Ok(next)
+    }
+
+    /// Remove an object; the `DELETED` event carries it with a new version.
+    pub fn delete(&self, kind: Kind, ns: &str, name: &str) -> Option<Arc<Value>> {
+        let mut g = self.lock();
+        let cur = g.objects.remove(&(kind, ns.to_string(), name.to_string()))?;
+        g.rv += 1;
+        let rv = g.rv;
+        let mut last = (*cur).clone();
+        last["metadata"]["resourceVersion"] = json!(rv.to_string());
+        let last = Arc::new(last);
+        self.record(&mut g, kind, EventType::Deleted, last.clone(), rv);
+        Some(last)
+    }
+
+    /// Subscribe to changes of `kind`, starting as `rv` asks (`None`: current state).
+    ///
+    /// # Errors
+    /// `(requested, oldest available)` when `rv` is older than the history.
+    pub fn watch(&self, kind: Kind, rv: Option<u64>) -> Result<(WatchStart, Subscription), (u64, u64)> {
+        let g = self.lock();
+        let rx = self.tx.subscribe();
+        match rv {
+            None => {
+                let items = g
+                    .objects
+                    .iter()
+                    .filter(|((k, _, _), _)| *k == kind)
+                    .map(|(_, v)| v.clone())
+                    .collect();
+                Ok((WatchStart::Current(items, g.rv), rx))
+            }
+            Some(rv) => {
+                let floor = g.floor.get(&kind).copied().unwrap_or(0);
+                if rv < floor {
+                    return Err((rv, floor + 1));
+                }
+                let backlog = g
+                    .history
+                    .get(&kind)
+                    .map(|h| h.iter().filter(|e| e.rv > rv).cloned().collect())
+                    .unwrap_or_default();
+                Ok((WatchStart::Replay(backlog), rx))
+            }
+        }
+    }
+
+    /// Drop the whole watch history (like an etcd compaction): every watch from an
+    /// earlier version now gets `410 Expired`. Returns the current version.
+    pub fn compact(&self) -> u64 {
+        let mut g = self.lock();
+        let rv = g.rv;
+        for kind in [Kind::Pod, Kind::TaskResult] {
+            g.floor.insert(kind, rv);
+            g.history.remove(&kind);
+        }
+        rv
+    }
+
+    /// The current resource version.
+    pub fn version(&self) -> u64 {
+        self.lock().rv
+    }
+
+    fn record(&self, g: &mut Inner, kind: Kind, etype: EventType, object: Arc<Value>, rv: u64) {
+        let ev = Arc::new(Event {
+            rv,
+            kind,
+            etype,
+            object,
+        });
+        let cap = g.cap;
+        let h = g.history.entry(kind).or_default();
+        h.push_back(ev.clone());
+        let mut evicted = None;
+        while h.len() > cap {
+            evicted = h.pop_front().map(|e| e.rv);
+        }
+        if let Some(e) = evicted {
+            g.floor.insert(kind, e);
+        }
+        let _ = self.tx.send(ev);
+    }
+}
+
+/// A random UUID (version 4) string.
+pub fn new_uid() -> String {
+    let mut b = [0u8; 16];
+    getrandom::fill(&mut b).expect("the OS random number generator");
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..]
+    )
+}
+
+/// Now, RFC 3339 with second precision (`metav1.Time`).
+pub fn now_rfc3339() -> String {
+    let t = argoexec_node::status::now();
+    let s = serde_json::to_value(&t).ok();
+    s.and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn obj(name: &str) -> Value {
+        json!({"metadata": {"name": name}})
+    }
+
+    #[test]
+    fn versions_increase_and_noop_updates_keep_them() {
+        let s = Store::new(10);
+        let a = s.create(Kind::TaskResult, "ns", obj("a")).unwrap();
+        assert_eq!(a["metadata"]["resourceVersion"], "1");
+        assert_eq!(a["metadata"]["generation"], 1);
+        assert_eq!(s.create(Kind::TaskResult, "ns", obj("a")).unwrap_err().code, 409);
+        let same = s.update(Kind::TaskResult, "ns", "a", |_| Ok(())).unwrap();
+        assert_eq!(same["metadata"]["resourceVersion"], "1");
+        let b = s
+            .update(Kind::TaskResult, "ns", "a", |v| {
+                v["x"] = json!(1);
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(b["metadata"]["resourceVersion"], "2");
+        assert_eq!(b["metadata"]["uid"], a["metadata"]["uid"]);
+        assert_eq!(s.update(Kind::Pod, "ns", "a", |_| Ok(())).unwrap_err().code, 404);
+    }
+
+    #[test]
+    fn watch_replays_history_and_expires_old_versions() {
+        let s = Store::new(2);
+        for n in ["a", "b", "c"] {
+            s.create(Kind::TaskResult, "ns", obj(n)).unwrap();
+        }
+        // History keeps versions 2 and 3; the floor is 1.
+        let Ok((WatchStart::Replay(ev), _)) = s.watch(Kind::TaskResult, Some(1)) else {
+            panic!("expected a replay");
+        };
+        assert_eq!(ev.iter().map(|e| e.rv).collect::<Vec<_>>(), vec![2, 3]);
+        assert_eq!(s.watch(Kind::TaskResult, Some(0)).err(), Some((0, 2)));
+        let rv = s.compact();
+        assert_eq!(s.watch(Kind::TaskResult, Some(rv - 1)).err(), Some((2, 4)));
+        assert!(s.watch(Kind::TaskResult, Some(rv)).is_ok());
+        assert!(s.watch(Kind::Pod, Some(rv)).is_ok());
+    }
+
+    #[test]
+    fn uids_look_like_uuids() {
+        let u = new_uid();
+        assert_eq!(u.len(), 36);
+        assert_eq!(&u[14..15], "4");
+        assert_ne!(u, new_uid());
+    }
+}
