@@ -588,5 +588,7 @@ fn large_output_streams_in_constant_memory() {
         fs::metadata(pod.paths().stdout_file("main")).unwrap().len(),
         52_428_800
     );
-    assert!(hwm < 16 * 1024, "wrapper VmHWM {hwm} KiB");
+    // Constant memory: far below the 50 MiB that went through. The bound leaves room for the
+    // debug binary's touched code pages (it also carries the node server and kube client).
+    assert!(hwm < 24 * 1024, "wrapper VmHWM {hwm} KiB");
 }

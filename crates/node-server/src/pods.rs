@@ -343,6 +343,20 @@ impl Pods {
         g.as_ref()?.container_id(container)
     }
 
+    /// The Docker IDs of every container of the pod with `uid` (pause first).
+    pub async fn container_ids(&self, uid: &str) -> Vec<String> {
+        let Some(entry) = self.lock().get(uid).cloned() else {
+            return Vec::new();
+        };
+        let g = entry.run.lock().await;
+        g.as_ref().map(PodRun::container_ids).unwrap_or_default()
+    }
+
+    /// Remove the node server's own host directories (after every pod is gone).
+    pub fn remove_state(&self) {
+        let _ = std::fs::remove_dir_all(&self.config.sa_root);
+    }
+
     /// Delete a pod: stop it with `grace`, clean it up, then remove the object.
     /// Returns the object as it was when the deletion began.
     ///

@@ -225,6 +225,36 @@ impl NodeServer {
         self.api.store.get(Kind::TaskResult, ns, name)
     }
 
+    /// Every change from now on (pods and task results).
+    pub fn subscribe(&self) -> crate::store::Subscription {
+        match self.api.store.watch(Kind::Pod, Some(self.api.store.version())) {
+            Ok((_, rx)) => rx,
+            Err(_) => unreachable!("the current version is never expired"),
+        }
+    }
+
+    /// Delete a pod as the API's DELETE does (`grace` overrides the pod's own).
+    ///
+    /// # Errors
+    /// 404 when absent.
+    pub fn delete_pod(&self, ns: &str, name: &str, grace: Option<i64>) -> Result<(), ApiError> {
+        self.api.pods.delete(ns, name, grace).map(|_| ())
+    }
+
+    /// The Docker IDs of a pod's containers (pause first).
+    pub async fn container_ids(&self, ns: &str, name: &str) -> Vec<String> {
+        let Some(p) = self.get_pod(ns, name) else {
+            return Vec::new();
+        };
+        let uid = p["metadata"]["uid"].as_str().unwrap_or("");
+        self.api.pods.container_ids(uid).await
+    }
+
+    /// The task results of a namespace.
+    pub fn task_results(&self, ns: &str) -> Vec<Arc<Value>> {
+        self.api.store.list(Kind::TaskResult, Some(ns)).0
+    }
+
     /// Compact the watch history: watches from earlier versions get `410 Expired`.
     pub fn compact(&self) -> u64 {
         self.api.store.compact()
@@ -262,6 +292,7 @@ impl NodeServer {
     /// Delete every pod (containers and files), then stop serving.
     pub async fn shutdown(self) {
         self.api.pods.shutdown().await;
+        self.api.pods.remove_state();
         self.shutdown.cancel();
         for t in self.tasks {
             let _ = t.await;

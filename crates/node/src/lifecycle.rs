@@ -69,7 +69,6 @@ async fn drive(s: &Shared) -> Option<String> {
     }
     let created = futures::future::join_all(spec.containers.iter().map(|c| create(s, c))).await;
     s.status.send_modify(|st| {
-        st.phase = Some(RUNNING.into());
         for cs in st.container_statuses.iter_mut().flatten() {
             *cs = status::waiting(&cs.name, &cs.image, "ContainerCreating");
         }
@@ -92,6 +91,12 @@ async fn drive(s: &Shared) -> Option<String> {
             }
         }))
         .await;
+    // The kubelet's phase: Pending while any container still waits to start, then Running.
+    s.status.send_modify(|st| {
+        if !status::is_terminal(st.phase.as_deref()) {
+            st.phase = Some(RUNNING.into());
+        }
+    });
     let mut waits: FuturesUnordered<_> = started
         .into_iter()
         .flatten()

@@ -10,6 +10,7 @@
 
 mod outcome;
 mod progress;
+mod session;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -17,7 +18,7 @@ use std::time::Duration;
 use anyhow::Context;
 use argoexec_core::ExecutorKind;
 use argoexec_core::template::{ArchiveLocation, ArtifactLocation, LocalArtifact, Outputs};
-use argoexec_node::{LocalNode, NodeConfig};
+use argoexec_node::NodeConfig;
 use argoexec_podbuilder::ExecutorChoice;
 use k8s_openapi::api::core::v1::{HostPathVolumeSource, Pod, Volume, VolumeMount};
 use outcome::{Outcome, Phase};
@@ -68,6 +69,11 @@ pub struct Args {
     /// Keep the pod's containers and volumes for debugging (remove them with `docker rm -f`).
     #[arg(long)]
     pub keep: bool,
+    /// RBAC for the pod's service account: Role/ClusterRole/bindings from every *.yaml in
+    /// the directory (repeatable). Default: Argo's executor role (task results create and
+    /// patch; pods get, watch, patch; pods/log get) bound to the pod's service account.
+    #[arg(long)]
+    pub rbac: Vec<PathBuf>,
     /// Value of the io.argoexec-rs.node label on the run's containers (default: pid-<pid>).
     #[arg(long, env = "ARGOEXEC_NODE_LABEL", hide = true)]
     pub node_label: Option<String>,
@@ -122,15 +128,14 @@ async fn execute(args: &Args) -> anyhow::Result<(Outcome, PathBuf)> {
     let mains = plan.template.main_container_names();
 
     let defaults = NodeConfig::default();
-    let node = LocalNode::connect(NodeConfig {
+    let node = NodeConfig {
         docker_socket: args.docker_socket.clone(),
         pause_image: args.executor_image.clone(),
         state_dir: args.node_state_dir.clone().unwrap_or(defaults.state_dir.clone()),
         node_label: args.node_label.clone().unwrap_or(defaults.node_label.clone()),
         ..defaults
-    })
-    .await?;
-    let pod_run = node.start_pod(pod).await?;
+    };
+    let pod_run = session::Session::start(node, &args.rbac, pod).await?;
     let name = plan.pod_name.clone();
     let progress =
         (args.output == Output::Text).then(|| tokio::spawn(progress::follow(name, pod_run.status())));
@@ -151,17 +156,22 @@ async fn execute(args: &Args) -> anyhow::Result<(Outcome, PathBuf)> {
     if let Some(p) = progress {
         let _ = p.await;
     }
-    let report = pod_run
-        .volume_path("var-run-argo")
-        .and_then(|d| read_report(&d.join("outputs.json")));
+    let report = pod_run.report();
+    tracing::info!(via = report.via, labels = ?report.completed_labels, "outputs read back from the node's API");
     if args.keep {
-        let ids = pod_run.container_ids();
+        let ids = pod_run.container_ids().await;
         eprintln!("argoexec run: --keep: containers kept: {}", ids.join(" "));
-        std::mem::forget(pod_run);
+        pod_run.keep();
     } else {
         pod_run.cleanup().await.context("cleaning up the pod")?;
     }
-    let mut outcome = outcome::assess(&status, &mains, report.as_ref().map(|(o, m)| (o, m.as_deref())));
+    if let Some(m) = session::Session::start_failure(&status) {
+        return Err(session::start_error(m));
+    }
+    let reported = (report.via != "none").then_some((&report.outputs, report.message.as_deref()));
+    let mut outcome = outcome::assess(&status, &mains, reported);
+    outcome.report_via = report.via;
+    outcome.completed_labels = report.completed_labels;
     if interrupted {
         outcome.phase = Phase::Error;
         outcome.message = Some("interrupted".into());
@@ -223,17 +233,6 @@ fn attach_repository(pod: &mut Pod, repo: &Path) {
     }
 }
 
-/// The wait container's local report: outputs and message.
-fn read_report(path: &Path) -> Option<(Outputs, Option<String>)> {
-    let bytes = std::fs::read(path).ok()?;
-    let v: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
-    let outputs = serde_json::from_value(v.get("outputs")?.clone()).ok()?;
-    Some((
-        outputs,
-        v.get("message").and_then(|m| m.as_str()).map(str::to_string),
-    ))
-}
-
 fn usage_error(args: &Args, e: &anyhow::Error) -> i32 {
     eprintln!("argoexec run: {e:#}");
     if args.output == Output::Json {
@@ -242,6 +241,8 @@ fn usage_error(args: &Args, e: &anyhow::Error) -> i32 {
             message: Some(format!("{e:#}")),
             exit_code: None,
             outputs: Outputs::default(),
+            report_via: "none",
+            completed_labels: Vec::new(),
         };
         println!("{}", outcome::to_json(&o, REPO_MOUNT, Path::new("/")));
     }

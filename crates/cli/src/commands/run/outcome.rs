@@ -54,6 +54,10 @@ pub struct Outcome {
     pub exit_code: Option<i32>,
     /// What the wait container reported.
     pub outputs: Outputs,
+    /// How the report came back: `WorkflowTaskResult`, `pod annotation` or `none`.
+    pub report_via: &'static str,
+    /// The task result's `report-outputs-completed` label values, in order.
+    pub completed_labels: Vec<String>,
 }
 
 /// Assess `status` given the main container names and the wait container's report.
@@ -89,6 +93,8 @@ pub fn assess(status: &PodStatus, mains: &[String], report: Option<(&Outputs, Op
         message,
         exit_code: main_exit,
         outputs: outputs.clone(),
+        report_via: "none",
+        completed_labels: Vec::new(),
     };
 
     for c in status.init_container_statuses.iter().flatten() {
@@ -184,6 +190,7 @@ pub fn to_json(o: &Outcome, repo_mount: &str, repo_host: &Path) -> Value {
         "message": o.message,
         "exitCode": o.exit_code,
         "outputs": {"result": o.outputs.result, "parameters": params, "artifacts": arts},
+        "report": {"via": o.report_via, "completedLabels": o.completed_labels},
     })
 }
 

@@ -1,0 +1,248 @@
+//! One pod of `argoexec run` on the local node server: the node's API and kubelet
+//! endpoints are up for the pod's executor (its wait container reports through the API,
+//! with a projected service-account token), the pod is created as the API's POST would,
+//! its status is followed from the server's change feed, and the outputs are read back
+//! from the API objects: the `WorkflowTaskResult` named after the node ID, else the pod's
+//! `workflows.argoproj.io/outputs` annotation (the fallback when RBAC forbids task results).
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use argoexec_core::template::Outputs;
+use argoexec_node::NodeConfig;
+use argoexec_node_server::{NodeServer, ServerConfig};
+use k8s_openapi::api::core::v1::{Pod, PodStatus};
+use serde_json::Value;
+use tokio::sync::watch;
+
+/// The default executor Role of a run: Argo v3.3's quick-start executor role plus the
+/// pod patch of the annotation fallback, bound to the pod's service account.
+fn default_rbac(ns: &str, sa: &str) -> String {
+    format!(
+        r#"apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {{name: argoexec-executor, namespace: {ns}}}
+rules:
+- apiGroups: [argoproj.io]
+  resources: [workflowtaskresults]
+  verbs: [create, patch]
+- apiGroups: [""]
+  resources: [pods]
+  verbs: [get, watch, patch]
+- apiGroups: [""]
+  resources: [pods/log]
+  verbs: [get]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {{name: argoexec-executor, namespace: {ns}}}
+roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: Role, name: argoexec-executor}}
+subjects:
+- {{kind: ServiceAccount, name: {sa}, namespace: {ns}}}
+"#
+    )
+}
+
+/// How the outputs came back.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Report {
+    /// Outputs.
+    pub outputs: Outputs,
+    /// The step's message.
+    pub message: Option<String>,
+    /// `WorkflowTaskResult`, `pod annotation` or `none`.
+    pub via: &'static str,
+    /// The `report-outputs-completed` label values the task result went through.
+    pub completed_labels: Vec<String>,
+}
+
+/// A running pod on the node server.
+pub struct Session {
+    server: Option<NodeServer>,
+    ns: String,
+    name: String,
+    status: watch::Receiver<PodStatus>,
+    labels: Arc<Mutex<Vec<String>>>,
+    node_id: String,
+}
+
+impl Session {
+    /// Start the server and create `pod`.
+    ///
+    /// # Errors
+    /// The node cannot start, RBAC files are bad, or the API refuses the pod.
+    pub async fn start(node: NodeConfig, rbac: &[PathBuf], pod: Pod) -> anyhow::Result<Self> {
+        let server = NodeServer::start(ServerConfig {
+            node,
+            ..Default::default()
+        })
+        .await?;
+        let ns = pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+        let name = pod.metadata.name.clone().unwrap_or_default();
+        let sa = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.service_account_name.clone())
+            .unwrap_or_else(|| "default".into());
+        if rbac.is_empty() {
+            server
+                .rbac()
+                .load_str(&default_rbac(&ns, &sa), "argoexec run's default executor role")?;
+        }
+        for dir in rbac {
+            server.rbac().load_dir(dir)?;
+        }
+        let node_id = pod
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get("workflows.argoproj.io/node-id").cloned())
+            .unwrap_or_else(|| name.clone());
+        let mut events = server.subscribe();
+        let body = serde_json::to_value(&pod)?;
+        let created = server
+            .create_pod(&ns, body)
+            .map_err(|e| anyhow::anyhow!("the node's API refused the pod: {}", e.message))?;
+        let first: PodStatus = serde_json::from_value(created["status"].clone()).unwrap_or_default();
+        let (tx, status) = watch::channel(first);
+        let labels = Arc::new(Mutex::new(Vec::new()));
+        let (l2, ns2, name2, id2) = (labels.clone(), ns.clone(), name.clone(), node_id.clone());
+        tokio::spawn(async move {
+            while let Ok(ev) = events.recv().await {
+                let o = &ev.object;
+                if o["metadata"]["namespace"] != ns2.as_str() {
+                    continue;
+                }
+                match o["kind"].as_str() {
+                    Some("Pod") if o["metadata"]["name"] == name2.as_str() => {
+                        if let Ok(s) = serde_json::from_value::<PodStatus>(o["status"].clone()) {
+                            let _ = tx.send(s);
+                        }
+                    }
+                    Some("WorkflowTaskResult") if o["metadata"]["name"] == id2.as_str() => {
+                        let v = o["metadata"]["labels"]["workflows.argoproj.io/report-outputs-completed"]
+                            .as_str()
+                            .unwrap_or("")
+                            .to_string();
+                        let mut g = l2.lock().unwrap_or_else(|p| p.into_inner());
+                        if g.last() != Some(&v) {
+                            g.push(v);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        });
+        Ok(Self {
+            server: Some(server),
+            ns,
+            name,
+            status,
+            labels,
+            node_id,
+        })
+    }
+
+    /// A subscription to the pod's status.
+    pub fn status(&self) -> watch::Receiver<PodStatus> {
+        self.status.clone()
+    }
+
+    /// Wait until the pod is Succeeded or Failed.
+    pub async fn finished(&self) -> PodStatus {
+        let mut rx = self.status.clone();
+        let terminal = |s: &PodStatus| matches!(s.phase.as_deref(), Some("Succeeded" | "Failed"));
+        match rx.wait_for(terminal).await {
+            Ok(s) => s.clone(),
+            Err(_) => self.status.borrow().clone(),
+        }
+    }
+
+    /// Stop the pod like a deletion with `grace`.
+    pub fn stop(&self, grace: Duration) {
+        if let Some(s) = &self.server {
+            let _ = s.delete_pod(
+                &self.ns,
+                &self.name,
+                Some(i64::try_from(grace.as_secs()).unwrap_or(0)),
+            );
+        }
+    }
+
+    /// Read the outputs back from the node's API objects.
+    pub fn report(&self) -> Report {
+        let completed_labels = self.labels.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let Some(server) = &self.server else {
+            return Report::default();
+        };
+        let outputs_of = |v: &Value| serde_json::from_value::<Outputs>(v.clone()).ok();
+        if let Some(tr) = server.get_task_result(&self.ns, &self.node_id)
+            && let Some(outputs) = outputs_of(&tr["outputs"]).or(Some(Outputs::default()))
+        {
+            return Report {
+                outputs,
+                message: tr["message"].as_str().map(str::to_string),
+                via: "WorkflowTaskResult",
+                completed_labels,
+            };
+        }
+        let ann = server.get_pod(&self.ns, &self.name).and_then(|p| {
+            p["metadata"]["annotations"]["workflows.argoproj.io/outputs"]
+                .as_str()
+                .map(str::to_string)
+        });
+        match ann
+            .and_then(|a| serde_json::from_str::<Value>(&a).ok())
+            .and_then(|v| outputs_of(&v))
+        {
+            Some(outputs) => Report {
+                outputs,
+                message: None,
+                via: "pod annotation",
+                completed_labels,
+            },
+            None => Report {
+                via: "none",
+                completed_labels,
+                ..Default::default()
+            },
+        }
+    }
+
+    /// Docker IDs of the pod's containers.
+    pub async fn container_ids(&self) -> Vec<String> {
+        match &self.server {
+            Some(s) => s.container_ids(&self.ns, &self.name).await,
+            None => Vec::new(),
+        }
+    }
+
+    /// Delete the pod and stop the server.
+    ///
+    /// # Errors
+    /// Never today; kept for symmetry with the node's cleanup.
+    pub async fn cleanup(mut self) -> anyhow::Result<()> {
+        if let Some(s) = self.server.take() {
+            s.shutdown().await;
+        }
+        Ok(())
+    }
+
+    /// Leave the containers in place (`--keep`).
+    pub fn keep(mut self) {
+        if let Some(s) = self.server.take() {
+            std::mem::forget(s);
+        }
+    }
+
+    /// The node's message when the pod could not even start (e.g. an image is missing).
+    pub fn start_failure(status: &PodStatus) -> Option<String> {
+        (status.reason.as_deref() == Some("NodeError")).then(|| status.message.clone().unwrap_or_default())
+    }
+}
+
+/// Context for a failed start, as an error.
+pub fn start_error(message: String) -> anyhow::Error {
+    anyhow::anyhow!(message).context("the local node could not start the pod")
+}

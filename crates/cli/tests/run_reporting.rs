@@ -1,0 +1,95 @@
+//! Reporting through the local node's API (issue 8 §2): the wait container of an emissary
+//! or docker step creates a WorkflowTaskResult (`report-outputs-completed` false → true)
+//! that `argoexec run` reads back; with `create` on task results missing from the pod's
+//! RBAC, the outputs still arrive through the pod-annotation fallback.
+
+mod run_support;
+
+use run_support::{EXECUTORS, docker_available, example, run_file};
+
+fn labels(r: &run_support::RunResult) -> Vec<String> {
+    r.json["report"]["completedLabels"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn outputs_arrive_as_a_task_result_with_the_handshake() {
+    if !docker_available() {
+        return;
+    }
+    for ex in EXECUTORS {
+        let r = run_file(&example("output-parameter.yaml"), ex, &[], None);
+        assert_eq!(r.phase(), "Succeeded", "{ex}: {}", r.dump());
+        assert_eq!(
+            r.json["report"]["via"],
+            "WorkflowTaskResult",
+            "{ex}: {}",
+            r.dump()
+        );
+        assert_eq!(labels(&r), ["false", "true"], "{ex}: {}", r.dump());
+        assert_eq!(
+            r.param("volume").as_deref(),
+            Some("from volume"),
+            "{ex}: {}",
+            r.dump()
+        );
+    }
+}
+
+#[test]
+fn forbidden_task_results_fall_back_to_the_pod_annotation() {
+    if !docker_available() {
+        return;
+    }
+    let rbac = tempfile::tempdir().unwrap();
+    std::fs::write(
+        rbac.path().join("role.yaml"),
+        r#"apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: no-task-results, namespace: default}
+rules:
+- apiGroups: [""]
+  resources: [pods]
+  verbs: [get, patch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: no-task-results, namespace: default}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: no-task-results}
+subjects: [{kind: ServiceAccount, name: default, namespace: default}]
+"#,
+    )
+    .unwrap();
+    let dir = rbac.path().to_str().unwrap();
+    for ex in EXECUTORS {
+        let r = run_file(&example("script-result.yaml"), ex, &["--rbac", dir], None);
+        assert_eq!(r.phase(), "Succeeded", "{ex}: {}", r.dump());
+        assert_eq!(r.json["report"]["via"], "pod annotation", "{ex}: {}", r.dump());
+        assert!(labels(&r).is_empty(), "no task result was written: {}", r.dump());
+        assert_eq!(r.result(), Some("42"), "{ex}: {}", r.dump());
+    }
+}
+
+#[test]
+fn no_reporting_rights_at_all_is_a_step_error_naming_both_failures() {
+    if !docker_available() {
+        return;
+    }
+    let rbac = tempfile::tempdir().unwrap();
+    std::fs::write(rbac.path().join("none.yaml"), "").unwrap();
+    let r = run_file(
+        &example("script-result.yaml"),
+        "emissary",
+        &["--rbac", rbac.path().to_str().unwrap()],
+        None,
+    );
+    assert_eq!(r.json["report"]["via"], "none", "{}", r.dump());
+    assert_ne!(r.phase(), "Succeeded", "{}", r.dump());
+    assert!(
+        r.stderr.contains("403") || r.message().contains("forbidden"),
+        "{}",
+        r.dump()
+    );
+}
