@@ -93,3 +93,46 @@ fn no_reporting_rights_at_all_is_a_step_error_naming_both_failures() {
         r.dump()
     );
 }
+
+#[test]
+fn a_token_rotated_mid_step_still_reports() {
+    if !docker_available() {
+        return;
+    }
+    let yaml = r#"apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {generateName: rotation-}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    script:
+      image: busybox
+      command: [sh]
+      source: |
+        sleep 4
+        echo rotated
+"#;
+    // Tokens rotate every second and live two: the one wait started with has expired by
+    // the final report, which must re-read the projected token file.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("wf.yaml");
+    std::fs::write(&path, yaml).unwrap();
+    for ex in EXECUTORS {
+        let r = run_file(
+            &path,
+            ex,
+            &["--node-token-rotation", "1", "--node-token-ttl", "2"],
+            None,
+        );
+        assert_eq!(r.phase(), "Succeeded", "{ex}: {}", r.dump());
+        assert_eq!(
+            r.json["report"]["via"],
+            "WorkflowTaskResult",
+            "{ex}: {}",
+            r.dump()
+        );
+        assert_eq!(labels(&r), ["false", "true"], "{ex}: {}", r.dump());
+        assert_eq!(r.result(), Some("rotated"), "{ex}: {}", r.dump());
+    }
+}

@@ -261,6 +261,34 @@ async fn kube_rs_agrees_with_both_endpoints() {
             .any(|r| r.call.verb == "unauthenticated")
     );
 
+    // A watch from a compacted version: one ERROR event with 410 Expired, then the end.
+    let old = created.metadata.resource_version.clone().unwrap();
+    s.compact();
+    let mut w = pods
+        .watch(&kube::api::WatchParams::default(), &old)
+        .await
+        .unwrap()
+        .boxed();
+    match w.next().await {
+        Some(Ok(kube::api::WatchEvent::Error(e))) => {
+            assert_eq!((e.code, e.reason.as_str()), (410, "Expired"), "{e:?}");
+        }
+        other => panic!("expected a 410 ERROR event, got {other:?}"),
+    }
+    assert!(w.next().await.is_none(), "the stream ends after the 410");
+    // Resuming from the list's version works.
+    let list = pods.list(&Default::default()).await.unwrap();
+    let rv = list.metadata.resource_version.unwrap();
+    let mut w = pods
+        .watch(&kube::api::WatchParams::default().timeout(1), &rv)
+        .await
+        .unwrap()
+        .boxed();
+    assert!(
+        w.next().await.is_none(),
+        "no change after the list's version within 1 s"
+    );
+
     // Deletion: the watch sees the pod go.
     pods.delete("kr", &Default::default()).await.unwrap();
     let gone = await_condition(pods.clone(), "kr", |p: Option<&Pod>| p.is_none());

@@ -74,6 +74,12 @@ pub struct Args {
     /// patch; pods get, watch, patch; pods/log get) bound to the pod's service account.
     #[arg(long)]
     pub rbac: Vec<PathBuf>,
+    /// Seconds between rotations of the pod's projected service-account token (tests).
+    #[arg(long, env = "ARGOEXEC_NODE_TOKEN_ROTATION", hide = true)]
+    pub node_token_rotation: Option<u64>,
+    /// Lifetime in seconds of projected tokens (tests).
+    #[arg(long, env = "ARGOEXEC_NODE_TOKEN_TTL", hide = true)]
+    pub node_token_ttl: Option<u64>,
     /// Value of the io.argoexec-rs.node label on the run's containers (default: pid-<pid>).
     #[arg(long, env = "ARGOEXEC_NODE_LABEL", hide = true)]
     pub node_label: Option<String>,
@@ -135,7 +141,17 @@ async fn execute(args: &Args) -> anyhow::Result<(Outcome, PathBuf)> {
         node_label: args.node_label.clone().unwrap_or(defaults.node_label.clone()),
         ..defaults
     };
-    let pod_run = session::Session::start(node, &args.rbac, pod).await?;
+    let mut server = argoexec_node_server::ServerConfig {
+        node,
+        ..Default::default()
+    };
+    if let Some(r) = args.node_token_rotation {
+        server.token_rotation = Duration::from_secs(r.max(1));
+    }
+    if let Some(t) = args.node_token_ttl {
+        server.token_ttl = Duration::from_secs(t.max(1));
+    }
+    let pod_run = session::Session::start(server, &args.rbac, pod).await?;
     let name = plan.pod_name.clone();
     let progress =
         (args.output == Output::Text).then(|| tokio::spawn(progress::follow(name, pod_run.status())));

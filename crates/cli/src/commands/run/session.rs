@@ -10,7 +10,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use argoexec_core::template::Outputs;
-use argoexec_node::NodeConfig;
 use argoexec_node_server::{NodeServer, ServerConfig};
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use serde_json::Value;
@@ -72,12 +71,8 @@ impl Session {
     ///
     /// # Errors
     /// The node cannot start, RBAC files are bad, or the API refuses the pod.
-    pub async fn start(node: NodeConfig, rbac: &[PathBuf], pod: Pod) -> anyhow::Result<Self> {
-        let server = NodeServer::start(ServerConfig {
-            node,
-            ..Default::default()
-        })
-        .await?;
+    pub async fn start(config: ServerConfig, rbac: &[PathBuf], pod: Pod) -> anyhow::Result<Self> {
+        let server = NodeServer::start(config).await?;
         let ns = pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
         let name = pod.metadata.name.clone().unwrap_or_default();
         let sa = pod
