@@ -47,6 +47,10 @@ fn skip() -> bool {
 }
 
 async fn server(state: &std::path::Path) -> NodeServer {
+    server_with(state, argoexec_node_server::KubeletCert::default()).await
+}
+
+async fn server_with(state: &std::path::Path, cert: argoexec_node_server::KubeletCert) -> NodeServer {
     let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
     let node = NodeConfig {
         state_dir: state.to_path_buf(),
@@ -55,6 +59,7 @@ async fn server(state: &std::path::Path) -> NodeServer {
     };
     let s = NodeServer::start(ServerConfig {
         node,
+        kubelet_cert: cert,
         ..Default::default()
     })
     .await
@@ -65,10 +70,18 @@ async fn server(state: &std::path::Path) -> NodeServer {
 
 /// A kube client for `url` trusting `ca_pem` with bearer `token`.
 async fn client(url: &str, ca_pem: &str, token: &str) -> kube::Client {
+    client_named(url, ca_pem, token, None).await
+}
+
+/// The same, verifying the server certificate against `server_name` instead of the host.
+async fn client_named(url: &str, ca_pem: &str, token: &str, server_name: Option<&str>) -> kube::Client {
     use base64::Engine;
     let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem);
+    let sni = server_name
+        .map(|n| format!("    tls-server-name: {n}\n"))
+        .unwrap_or_default();
     let yaml = format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: {url}\n    certificate-authority-data: {ca}\nusers:\n- name: u\n  user:\n    token: {token}\ncontexts:\n- name: x\n  context: {{cluster: c, user: u, namespace: default}}\ncurrent-context: x\n"
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: {url}\n    certificate-authority-data: {ca}\n{sni}users:\n- name: u\n  user:\n    token: {token}\ncontexts:\n- name: x\n  context: {{cluster: c, user: u, namespace: default}}\ncurrent-context: x\n"
     );
     let kc = kube::config::Kubeconfig::from_yaml(&yaml).unwrap();
     let cfg = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
@@ -304,4 +317,53 @@ async fn kube_rs_agrees_with_both_endpoints() {
         0,
         "state dir left behind"
     );
+}
+
+/// The three kubelet certificate setups of real clusters, checked with kube-rs: the IP-SAN
+/// cert verifies by IP; the hostname-only cert verifies only against the node name; the
+/// self-signed cert verifies only with its own CA bundle.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubelet_certificate_setups() {
+    use argoexec_node_server::KubeletCert;
+    if skip() {
+        return;
+    }
+    let healthz = |c: kube::Client| async move {
+        c.request_text(http::Request::get("/healthz").body(Vec::new()).unwrap())
+            .await
+    };
+    let state = tempfile::tempdir().unwrap();
+    let s = server_with(state.path(), KubeletCert::ClusterCaHostname).await;
+    let t = s.issue_token("default", "kubelet", None);
+    let by_ip = healthz(client(&s.kubelet_url(), s.ca_pem(), &t).await).await;
+    assert!(
+        by_ip.is_err(),
+        "a hostname-only cert must not verify for 127.0.0.1"
+    );
+    let by_name = healthz(client_named(&s.kubelet_url(), s.ca_pem(), &t, Some(s.node_name())).await).await;
+    assert_eq!(by_name.unwrap(), "ok");
+    s.shutdown().await;
+
+    let s = server_with(state.path(), KubeletCert::SelfSigned).await;
+    let t = s.issue_token("default", "kubelet", None);
+    assert_ne!(s.kubelet_ca_pem(), s.ca_pem());
+    let cluster_ca = healthz(client_named(&s.kubelet_url(), s.ca_pem(), &t, Some(s.node_name())).await).await;
+    assert!(
+        cluster_ca.is_err(),
+        "the cluster CA must not verify a self-signed kubelet cert"
+    );
+    let own_ca =
+        healthz(client_named(&s.kubelet_url(), s.kubelet_ca_pem(), &t, Some(s.node_name())).await).await;
+    assert_eq!(own_ca.unwrap(), "ok");
+    s.shutdown().await;
+
+    let s = server_with(state.path(), KubeletCert::ClusterCaIp).await;
+    let t = s.issue_token("default", "kubelet", None);
+    assert_eq!(
+        healthz(client(&s.kubelet_url(), s.ca_pem(), &t).await)
+            .await
+            .unwrap(),
+        "ok"
+    );
+    s.shutdown().await;
 }
