@@ -16,6 +16,7 @@ use http_body_util::BodyExt;
 use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
+use tokio::sync::mpsc;
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, frame::coding::CloseCode};
@@ -170,7 +171,7 @@ pub async fn session(
     }
     let status = match pre {
         Some(s) => Some(s),
-        None => run(&docker, &spec, p, &mut tx, &mut rx, &frame).await,
+        None => pump(&docker, &spec, p, &mut tx, &mut rx, &frame).await,
     };
     if let Some(s) = status {
         let body = if p.json_status {
@@ -200,8 +201,8 @@ pub async fn session(
 type Tx = futures::stream::SplitSink<WebSocketStream<TokioIo<hyper::upgrade::Upgraded>>, Message>;
 type Rx = futures::stream::SplitStream<WebSocketStream<TokioIo<hyper::upgrade::Upgraded>>>;
 
-/// Run the command; returns the status to send (`None` for v1 success).
-async fn run(
+/// Bridge the WebSocket and the process; returns the status to send (`None`: the client left).
+async fn pump(
     docker: &Docker,
     spec: &ExecSpec,
     p: Protocol,
@@ -209,6 +210,82 @@ async fn run(
     rx: &mut Rx,
     frame: &impl Fn(u8, &[u8]) -> Message,
 ) -> Option<Value> {
+    let (out_tx, mut out_rx) = mpsc::channel::<(u8, Bytes)>(16);
+    let (in_tx, in_rx) = mpsc::channel::<Input>(16);
+    let proc = tokio::spawn(run_process(docker.clone(), spec.clone(), out_tx, in_rx));
+    let mut input_open = true;
+    loop {
+        tokio::select! {
+            out = out_rx.recv() => match out {
+                Some((ch, data)) => {
+                    if tx.send(frame(ch, &data)).await.is_err() {
+                        proc.abort();
+                        return None;
+                    }
+                }
+                None => break,
+            },
+            msg = rx.next(), if input_open => match msg {
+                None | Some(Err(_)) | Some(Ok(Message::Close(_))) => {
+                    // The client is gone: nobody can read the output or the status.
+                    proc.abort();
+                    return None;
+                }
+                Some(Ok(m)) => {
+                    let data: Vec<u8> = match m {
+                        Message::Binary(b) => b.to_vec(),
+                        Message::Text(t) if p.base64 => {
+                            let t = t.as_str();
+                            let Some(ch) = t.bytes().next() else { continue };
+                            match STANDARD.decode(&t[1..]) {
+                                Ok(mut d) => { d.insert(0, ch.wrapping_sub(b'0')); d }
+                                Err(_) => continue,
+                            }
+                        }
+                        _ => continue,
+                    };
+                    let input = match data.split_first() {
+                        Some((0, rest)) if !rest.is_empty() => Input::Stdin(Bytes::copy_from_slice(rest)),
+                        Some((255, [0])) if p.v5 => Input::Eof,
+                        Some((255, _)) if p.v5 => {
+                            proc.abort();
+                            return Some(internal_status("invalid close signal"));
+                        }
+                        Some((4, rest)) => match resize_of(rest) {
+                            Some((w, h)) => Input::Resize(w, h),
+                            None => continue,
+                        },
+                        _ => continue,
+                    };
+                    if in_tx.send(input).await.is_err() {
+                        input_open = false;
+                    }
+                }
+            },
+        }
+    }
+    proc.await.ok()
+}
+
+/// What a client sends to a running exec.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Input {
+    /// Bytes for stdin.
+    Stdin(Bytes),
+    /// End of stdin.
+    Eof,
+    /// A TTY resize (width, height).
+    Resize(u16, u16),
+}
+
+/// Run `spec` as a Docker exec: output chunks go to `out` as `(1|2, data)`, `input` feeds
+/// stdin and resizes. Returns the channel-3 status once the output has ended.
+pub async fn run_process(
+    docker: Docker,
+    spec: ExecSpec,
+    out: mpsc::Sender<(u8, Bytes)>,
+    mut input: mpsc::Receiver<Input>,
+) -> Value {
     let create = CreateExecOptions {
         attach_stdin: Some(spec.stdin),
         attach_stdout: Some(spec.stdout),
@@ -219,36 +296,29 @@ async fn run(
     };
     let id = match docker.create_exec(&spec.container_id, create).await {
         Ok(r) => r.id,
-        Err(e) => {
-            return Some(internal_status(&format!(
-                "error executing command in container: {e}"
-            )));
-        }
+        Err(e) => return internal_status(&format!("error executing command in container: {e}")),
     };
     let start = StartExecOptions {
         detach: false,
         tty: spec.tty,
         output_capacity: None,
     };
-    let (mut output, mut input) = match docker.start_exec(&id, Some(start)).await {
+    let (mut output, mut stdin) = match docker.start_exec(&id, Some(start)).await {
         Ok(StartExecResults::Attached { output, input }) => (output, Some(input)),
-        Ok(StartExecResults::Detached) => return Some(internal_status("exec started detached")),
-        Err(e) => {
-            return Some(internal_status(&format!(
-                "error executing command in container: {e}"
-            )));
-        }
+        Ok(StartExecResults::Detached) => return internal_status("exec started detached"),
+        Err(e) => return internal_status(&format!("error executing command in container: {e}")),
     };
     if !spec.stdin
-        && let Some(mut i) = input.take()
+        && let Some(mut i) = stdin.take()
     {
         let _ = i.shutdown().await;
     }
     let mut first = true;
     let mut start_error = None;
+    let mut input_open = true;
     loop {
         tokio::select! {
-            out = output.next() => match out {
+            o = output.next() => match o {
                 None => break,
                 Some(Err(e)) => {
                     tracing::debug!(error = %e, "exec output ended with an error");
@@ -267,52 +337,34 @@ async fn run(
                     }
                     first = false;
                     let wanted = (ch == 1 && spec.stdout) || (ch == 2 && spec.stderr);
-                    if wanted && tx.send(frame(ch, &msg)).await.is_err() {
-                        return None;
+                    if wanted && out.send((ch, msg)).await.is_err() {
+                        break;
                     }
                 }
             },
-            msg = rx.next() => match msg {
-                None | Some(Err(_)) => return None,
-                Some(Ok(m)) => {
-                    let data: Vec<u8> = match m {
-                        Message::Binary(b) => b.to_vec(),
-                        Message::Text(t) if p.base64 => {
-                            let t = t.as_str();
-                            let Some(ch) = t.bytes().next() else { continue };
-                            match STANDARD.decode(&t[1..]) {
-                                Ok(mut d) => { d.insert(0, ch.wrapping_sub(b'0')); d }
-                                Err(_) => continue,
-                            }
-                        }
-                        Message::Close(_) => return None,
-                        _ => continue,
-                    };
-                    match data.split_first() {
-                        Some((0, rest)) if !rest.is_empty() => {
-                            if let Some(i) = input.as_mut()
-                                && i.write_all(rest).await.is_err()
-                            {
-                                input = None;
-                            }
-                        }
-                        Some((255, [0])) if p.v5 => {
-                            if let Some(mut i) = input.take() {
-                                let _ = i.shutdown().await;
-                            }
-                        }
-                        Some((255, _)) if p.v5 => return Some(internal_status("invalid close signal")),
-                        Some((4, rest)) => resize(docker, &id, rest).await,
-                        _ => {}
+            i = input.recv(), if input_open => match i {
+                None => input_open = false,
+                Some(Input::Stdin(b)) => {
+                    if let Some(s) = stdin.as_mut()
+                        && s.write_all(&b).await.is_err()
+                    {
+                        stdin = None;
                     }
+                }
+                Some(Input::Eof) => {
+                    if let Some(mut s) = stdin.take() {
+                        let _ = s.shutdown().await;
+                    }
+                }
+                Some(Input::Resize(w, h)) => {
+                    let o = bollard::query_parameters::ResizeExecOptions { h: i32::from(h), w: i32::from(w) };
+                    let _ = docker.resize_exec(&id, o).await;
                 }
             },
         }
     }
     if let Some(e) = start_error {
-        return Some(internal_status(&format!(
-            "error executing command in container: {e}"
-        )));
+        return internal_status(&format!("error executing command in container: {e}"));
     }
     let code = docker
         .inspect_exec(&id)
@@ -320,7 +372,7 @@ async fn run(
         .ok()
         .and_then(|i| i.exit_code)
         .unwrap_or(-1);
-    Some(exit_status(&spec.command, code))
+    exit_status(&spec.command, code)
 }
 
 /// The channel-3 status for an exit code (success or `NonZeroExitCode`).
@@ -340,7 +392,8 @@ pub fn exit_status(command: &[String], code: i64) -> Value {
     })
 }
 
-async fn resize(docker: &Docker, id: &str, body: &[u8]) {
+/// A resize message (`{"Width":…,"Height":…}`, keys case-insensitive).
+pub fn resize_of(body: &[u8]) -> Option<(u16, u16)> {
     #[derive(serde::Deserialize)]
     struct Size {
         #[serde(alias = "width", alias = "Width")]
@@ -348,17 +401,7 @@ async fn resize(docker: &Docker, id: &str, body: &[u8]) {
         #[serde(alias = "height", alias = "Height")]
         h: u16,
     }
-    if let Ok(s) = serde_json::from_slice::<Size>(body) {
-        let _ = docker
-            .resize_exec(
-                id,
-                bollard::query_parameters::ResizeExecOptions {
-                    h: i32::from(s.h),
-                    w: i32::from(s.w),
-                },
-            )
-            .await;
-    }
+    serde_json::from_slice::<Size>(body).ok().map(|s| (s.w, s.h))
 }
 
 #[cfg(test)]

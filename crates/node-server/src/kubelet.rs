@@ -251,18 +251,29 @@ impl Kubelet {
             .await
             .filter(|_| running)
             .ok_or_else(not_found)?;
+        let spec = ExecSpec {
+            container_id: id,
+            ..spec
+        };
+        let docker = self.pods.docker().clone();
+        if crate::spdy::is_spdy(&req) {
+            if !crate::spdy::offers_v4(&req) {
+                return Err(KubeletError::new(
+                    403,
+                    "unable to upgrade: no common stream protocol",
+                ));
+            }
+            tokio::spawn(crate::spdy::session(req, docker, spec, None));
+            return Ok(crate::spdy::switching());
+        }
         if !is_websocket(&req) {
             return Err(KubeletError::new(500, "Upgrade request required"));
         }
         let Some(proto) = exec::negotiate(&req) else {
             return Err(KubeletError::new(403, "websocket: no common subprotocol"));
         };
-        let spec = ExecSpec {
-            container_id: id,
-            ..spec
-        };
         let resp = exec::switching(&req, proto);
-        tokio::spawn(exec::session(req, proto, self.pods.docker().clone(), spec, None));
+        tokio::spawn(exec::session(req, proto, docker, spec, None));
         Ok(resp)
     }
 }

@@ -24,6 +24,7 @@ mod pods;
 pub mod selector;
 mod server;
 pub mod serviceaccount;
+pub mod spdy;
 pub mod status;
 pub mod store;
 

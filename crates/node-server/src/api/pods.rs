@@ -145,18 +145,26 @@ async fn exec(api: &Arc<Api>, req: Req, ns: &str, name: &str, q: &Query) -> Resu
             "you must specify at least one command for the container",
         ));
     }
-    if !is_websocket(&req) {
-        return Err(ApiError::bad_request(
-            "Upgrade request required (the local node speaks WebSocket v5.channel.k8s.io/v4.channel.k8s.io, not SPDY)",
+    let spdy = crate::spdy::is_spdy(&req);
+    if !is_websocket(&req) && !spdy {
+        return Err(ApiError::bad_request("Upgrade request required"));
+    }
+    if spdy && !crate::spdy::offers_v4(&req) {
+        return Err(ApiError::new(
+            403,
+            "Forbidden",
+            "unable to upgrade: no common stream protocol; the server offers v4.channel.k8s.io",
         ));
     }
-    let Some(proto) = exec::negotiate(&req) else {
+    let proto = if spdy { None } else { exec::negotiate(&req) };
+    if !spdy && proto.is_none() {
         return Err(ApiError::new(
             403,
             "Forbidden",
             "no common WebSocket subprotocol; the server offers v5.channel.k8s.io, v4.channel.k8s.io",
         ));
-    };
+    }
+    let proto = proto.flatten();
     let uid = pod["metadata"]["uid"].as_str().unwrap_or("").to_string();
     let running = pod["status"]["containerStatuses"]
         .as_array()
@@ -178,8 +186,13 @@ async fn exec(api: &Arc<Api>, req: Req, ns: &str, name: &str, q: &Query) -> Resu
         container_id: id,
         ..spec
     };
-    let resp = exec::switching(&req, proto);
     let docker = api.pods.docker().clone();
+    if spdy {
+        let resp = crate::spdy::switching();
+        tokio::spawn(crate::spdy::session(req, docker, spec, pre));
+        return Ok(resp);
+    }
+    let resp = exec::switching(&req, proto);
     tokio::spawn(exec::session(req, proto, docker, spec, pre));
     Ok(resp)
 }
