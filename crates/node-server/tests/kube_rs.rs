@@ -50,11 +50,52 @@ async fn server(state: &std::path::Path) -> NodeServer {
     server_with(state, argoexec_node_server::KubeletCert::default()).await
 }
 
+/// Removes the test's containers even when an assertion fails before `shutdown`.
+struct Sweep(String);
+
+impl Drop for Sweep {
+    fn drop(&mut self) {
+        let docker = if std::path::Path::new("/usr/bin/docker").exists() {
+            "/usr/bin/docker"
+        } else {
+            "docker"
+        };
+        let ids = std::process::Command::new(docker)
+            .args([
+                "ps",
+                "-aq",
+                "--filter",
+                &format!("label=io.argoexec-rs.node={}", self.0),
+            ])
+            .output();
+        if let Ok(o) = ids {
+            let ids: Vec<String> = String::from_utf8_lossy(&o.stdout)
+                .split_whitespace()
+                .map(str::to_string)
+                .collect();
+            if !ids.is_empty() {
+                let _ = std::process::Command::new(docker)
+                    .args(["rm", "-f"])
+                    .args(&ids)
+                    .output();
+            }
+        }
+    }
+}
+
+fn label(test: &str) -> String {
+    format!("kube-rs-{test}-{}", std::process::id())
+}
+
 async fn server_with(state: &std::path::Path, cert: argoexec_node_server::KubeletCert) -> NodeServer {
     let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
     let node = NodeConfig {
         state_dir: state.to_path_buf(),
-        node_label: format!("kube-rs-test-{}", std::process::id()),
+        node_label: label(match cert {
+            argoexec_node_server::KubeletCert::ClusterCaIp => "ip",
+            argoexec_node_server::KubeletCert::ClusterCaHostname => "hostname",
+            argoexec_node_server::KubeletCert::SelfSigned => "self",
+        }),
         ..Default::default()
     };
     let s = NodeServer::start(ServerConfig {
@@ -114,6 +155,7 @@ async fn kube_rs_agrees_with_both_endpoints() {
         return;
     }
     let state = tempfile::tempdir().unwrap();
+    let _sweep = Sweep(label("ip"));
     let s = server(state.path()).await;
     let admin = client(&s.api_url(), s.ca_pem(), s.admin_token()).await;
     let pods: Api<Pod> = Api::default_namespaced(admin.clone());
@@ -333,6 +375,7 @@ async fn kubelet_certificate_setups() {
             .await
     };
     let state = tempfile::tempdir().unwrap();
+    let _sweep = [Sweep(label("hostname")), Sweep(label("self"))];
     let s = server_with(state.path(), KubeletCert::ClusterCaHostname).await;
     let t = s.issue_token("default", "kubelet", None);
     let by_ip = healthz(client(&s.kubelet_url(), s.ca_pem(), &t).await).await;
