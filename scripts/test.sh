@@ -5,3 +5,6 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 # Two test threads: the machine has 2 cores and the e2e tests spawn real processes.
 cargo test --workspace --locked --no-fail-fast -- --test-threads=2
+# Conformance of the local node's API-server/kubelet endpoints with independent clients
+# (Python kubernetes client, kubectl 1.27 and 1.33); after the cargo tests.
+bash scripts/conformance.sh
