@@ -188,6 +188,7 @@ async fn execute(args: &Args) -> anyhow::Result<(Outcome, PathBuf)> {
     let mut outcome = outcome::assess(&status, &mains, reported);
     outcome.report_via = report.via;
     outcome.completed_labels = report.completed_labels;
+    outcome.task_result = report.task_result;
     if interrupted {
         outcome.phase = Phase::Error;
         outcome.message = Some("interrupted".into());
@@ -259,6 +260,7 @@ fn usage_error(args: &Args, e: &anyhow::Error) -> i32 {
             outputs: Outputs::default(),
             report_via: "none",
             completed_labels: Vec::new(),
+            task_result: None,
         };
         println!("{}", outcome::to_json(&o, REPO_MOUNT, Path::new("/")));
     }

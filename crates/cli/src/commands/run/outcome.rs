@@ -58,6 +58,8 @@ pub struct Outcome {
     pub report_via: &'static str,
     /// The task result's `report-outputs-completed` label values, in order.
     pub completed_labels: Vec<String>,
+    /// The task result's metadata, when the report came as one.
+    pub task_result: Option<Value>,
 }
 
 /// Assess `status` given the main container names and the wait container's report.
@@ -95,6 +97,7 @@ pub fn assess(status: &PodStatus, mains: &[String], report: Option<(&Outputs, Op
         outputs: outputs.clone(),
         report_via: "none",
         completed_labels: Vec::new(),
+        task_result: None,
     };
 
     for c in status.init_container_statuses.iter().flatten() {
@@ -190,7 +193,7 @@ pub fn to_json(o: &Outcome, repo_mount: &str, repo_host: &Path) -> Value {
         "message": o.message,
         "exitCode": o.exit_code,
         "outputs": {"result": o.outputs.result, "parameters": params, "artifacts": arts},
-        "report": {"via": o.report_via, "completedLabels": o.completed_labels},
+        "report": {"via": o.report_via, "completedLabels": o.completed_labels, "taskResult": o.task_result},
     })
 }
 

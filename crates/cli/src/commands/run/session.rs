@@ -54,6 +54,8 @@ pub struct Report {
     pub via: &'static str,
     /// The `report-outputs-completed` label values the task result went through.
     pub completed_labels: Vec<String>,
+    /// The task result's metadata (name, labels, owner references), when there is one.
+    pub task_result: Option<Value>,
 }
 
 /// A running pod on the node server.
@@ -175,11 +177,15 @@ impl Session {
         if let Some(tr) = server.get_task_result(&self.ns, &self.node_id)
             && let Some(outputs) = outputs_of(&tr["outputs"]).or(Some(Outputs::default()))
         {
+            let m = &tr["metadata"];
             return Report {
                 outputs,
                 message: tr["message"].as_str().map(str::to_string),
                 via: "WorkflowTaskResult",
                 completed_labels,
+                task_result: Some(serde_json::json!({
+                    "name": m["name"], "labels": m["labels"], "ownerReferences": m["ownerReferences"]
+                })),
             };
         }
         let ann = server.get_pod(&self.ns, &self.name).and_then(|p| {
@@ -196,6 +202,7 @@ impl Session {
                 message: None,
                 via: "pod annotation",
                 completed_labels,
+                task_result: None,
             },
             None => Report {
                 via: "none",
