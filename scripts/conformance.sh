@@ -98,11 +98,22 @@ kill -TERM "$node_pid"
 timeout 60 tail --pid="$node_pid" -f /dev/null || kill -KILL "$node_pid" 2>/dev/null || true
 node_rc=0
 wait "$node_pid" || node_rc=$?
-node_pid=
 if [ "$node_rc" != 0 ]; then
   failures+=("argoexec node exited $node_rc after SIGTERM (137 = killed after 60 s)")
   tail -n 30 "$tmp/node.log" >&2 || true
 fi
+# Every pod was deleted and the node has stopped: none of its containers may remain
+# (label io.argoexec-rs.node=pid-<pid>, docs/local-node.md). Remove any that did.
+docker_cli=/usr/bin/docker
+[ -x "$docker_cli" ] || docker_cli=$(command -v docker)
+left=$("$docker_cli" ps -a --filter "label=io.argoexec-rs.node=pid-$node_pid" --format '{{.Names}} ({{.Status}})')
+if [ -n "$left" ]; then
+  failures+=("$(wc -l <<<"$left") containers of the node outlived it")
+  echo "conformance: containers left behind by argoexec node (removing them):" >&2
+  sed 's/^/  /' <<<"$left" >&2
+  "$docker_cli" ps -aq --filter "label=io.argoexec-rs.node=pid-$node_pid" | xargs -r "$docker_cli" rm -f >/dev/null
+fi
+node_pid=
 
 if [ "${#failures[@]}" -gt 0 ]; then
   echo "conformance: FAILED: ${failures[*]} (node log: $tmp/node.log)"

@@ -60,6 +60,8 @@ def test_exec_argv_not_split(core, sleeper):
 
 
 def test_exec_stdin_with_v5_close(core, sleeper):
+    # write_stdin(str) sends WebSocket TEXT frames; the API server treats text and binary
+    # frames alike (wsstream reads every message as bytes).
     resp = exec_ws(core, sleeper, ["sh", "-c", "cat; echo eof"], stdin=True)
     try:
         resp.write_stdin("hello\n")
@@ -70,6 +72,22 @@ def test_exec_stdin_with_v5_close(core, sleeper):
     out, err, status, code = finish(resp)
     assert out == "hello\neof\n" and err == "", (out, err)
     assert code == 0, status
+
+
+def test_exec_stdin_binary_frames(core, sleeper):
+    resp = stream(core.connect_get_namespaced_pod_exec, sleeper, NAMESPACE,
+                  command=["sh", "-c", "cat; echo eof"], stderr=True, stdin=True, stdout=True,
+                  tty=False, _preload_content=False, binary=True)
+    try:
+        resp.write_stdin(b"\x00\x01bin\n")  # bytes: a BINARY frame
+        resp.close_channel(0)
+    except Exception:
+        resp.close()
+        raise
+    resp.run_forever(timeout=30)
+    assert not resp.is_open()
+    assert resp.read_stdout() == b"\x00\x01bin\neof\n"
+    assert json.loads(resp.peek_channel(3)) == {"metadata": {}, "status": "Success"}
 
 
 def test_exec_preloaded(core, sleeper):
