@@ -242,6 +242,9 @@ async fn pump(
                                 Err(_) => continue,
                             }
                         }
+                        // Binary protocols take text frames as bytes too (Go's wsstream
+                        // reads both kinds; the Python client sends str stdin as text).
+                        Message::Text(t) => t.as_bytes().to_vec(),
                         _ => continue,
                     };
                     let input = match data.split_first() {

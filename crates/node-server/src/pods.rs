@@ -40,6 +40,8 @@ struct Running {
     stop: CancellationToken,
     done: tokio::sync::Notify,
     finished: std::sync::atomic::AtomicBool,
+    /// Set by the first deletion; later ones (API retries, shutdown) leave it to that one.
+    deleting: std::sync::atomic::AtomicBool,
 }
 
 /// The pod manager.
@@ -49,6 +51,8 @@ pub struct Pods {
     tokens: Arc<Tokens>,
     config: PodsConfig,
     running: Mutex<HashMap<String, Arc<Running>>>,
+    /// How many pods are in `running` (shutdown waits for 0).
+    live: tokio::sync::watch::Sender<usize>,
 }
 
 impl Pods {
@@ -60,6 +64,7 @@ impl Pods {
             tokens,
             config,
             running: Mutex::new(HashMap::new()),
+            live: tokio::sync::watch::Sender::new(0),
         })
     }
 
@@ -173,8 +178,13 @@ impl Pods {
             stop: CancellationToken::new(),
             done: tokio::sync::Notify::new(),
             finished: false.into(),
+            deleting: false.into(),
         });
-        self.lock().insert(uid, entry.clone());
+        {
+            let mut g = self.lock();
+            g.insert(uid, entry.clone());
+            self.live.send_replace(g.len());
+        }
         let me = self.clone();
         tokio::spawn(async move { me.drive(pod, sa_volume, entry).await });
         Ok(stored)
@@ -208,8 +218,17 @@ impl Pods {
         match self.node.start_pod(pod).await {
             Ok(run) => {
                 let mut rx = run.status();
-                *entry.run.lock().await = Some(run);
-                loop {
+                {
+                    let mut g = entry.run.lock().await;
+                    if entry.stop.is_cancelled() {
+                        // Deleted (or shut down) while it was starting.
+                        drop(g);
+                        discard(run).await;
+                    } else {
+                        *g = Some(run);
+                    }
+                }
+                while !entry.stop.is_cancelled() {
                     let st = rx.borrow_and_update().clone();
                     let v = with_conditions(serde_json::to_value(&st).unwrap_or(Value::Null));
                     let _ = self.store.update(Kind::Pod, &ns, &name, |o| {
@@ -220,6 +239,13 @@ impl Pods {
                         r = rx.changed() => if r.is_err() { break },
                         () = entry.stop.cancelled() => break,
                     }
+                }
+                // A deletion takes the run before it stops the loop; if one raced with the
+                // start and found nothing to take, the run is still here: remove it now.
+                if entry.stop.is_cancelled()
+                    && let Some(run) = entry.run.lock().await.take()
+                {
+                    discard(run).await;
                 }
             }
             Err(e) => self.fail(&ns, &name, &e.to_string()),
@@ -393,6 +419,11 @@ impl Pods {
 
     async fn finish_delete(&self, ns: &str, name: &str, uid: &str, grace: i64) {
         let entry = self.lock().get(uid).cloned();
+        if let Some(entry) = &entry
+            && entry.deleting.swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            return;
+        }
         if let Some(entry) = entry {
             let grace = Duration::from_secs(u64::try_from(grace).unwrap_or(0));
             let run = entry.run.lock().await.take();
@@ -413,7 +444,9 @@ impl Pods {
             if !entry.finished.load(std::sync::atomic::Ordering::SeqCst) {
                 done.await;
             }
-            self.lock().remove(uid);
+            let mut g = self.lock();
+            g.remove(uid);
+            self.live.send_replace(g.len());
         }
         self.tokens.revoke_pod(uid);
         let _ = std::fs::remove_dir_all(self.config.sa_root.join(uid));
@@ -436,6 +469,18 @@ impl Pods {
         for t in tasks {
             let _ = t.await;
         }
+        // Deletions already in flight finish on their own tasks: wait for them too.
+        let mut live = self.live.subscribe();
+        let _ = live.wait_for(|n| *n == 0).await;
+    }
+}
+
+/// Stop a pod at once and remove its containers and files.
+async fn discard(run: PodRun) {
+    run.stop(Duration::ZERO);
+    let _ = run.finished().await;
+    if let Err(e) = run.cleanup().await {
+        tracing::warn!(error = %e, "pod cleanup");
     }
 }
 

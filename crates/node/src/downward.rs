@@ -53,16 +53,14 @@ fn subscript<'a>(path: &'a str, prefix: &str) -> Option<&'a str> {
     rest.strip_suffix("']")
 }
 
-/// A label or annotation map as the kubelet writes it into a downwardAPI file.
+/// A label or annotation map as the kubelet writes it into a downwardAPI file: sorted
+/// `key="value"` lines joined by newlines, without a trailing one (`fieldpath.FormatMap`).
 pub fn render_map(map: Option<&BTreeMap<String, String>>) -> String {
-    let mut out = String::new();
-    for (k, v) in map.into_iter().flatten() {
-        out.push_str(k);
-        out.push('=');
-        out.push_str(&go_quote(v));
-        out.push('\n');
-    }
-    out
+    map.into_iter()
+        .flatten()
+        .map(|(k, v)| format!("{k}={}", go_quote(v)))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Go's `strconv.Quote`: double quotes, with `"`, `\` and non-printable characters escaped.
@@ -136,7 +134,7 @@ mod tests {
         let p = pod();
         assert_eq!(
             field_value(&p, "n", "metadata.annotations").unwrap(),
-            "a=\"x\"\nb=\"two\\nlines \\\"q\\\"\"\n"
+            "a=\"x\"\nb=\"two\\nlines \\\"q\\\"\""
         );
         assert_eq!(go_quote("é\u{1}"), "\"é\\x01\"");
     }
