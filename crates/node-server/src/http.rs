@@ -162,6 +162,15 @@ pub async fn read_body(req: Req, limit: usize) -> Result<Bytes, ApiError> {
     }
 }
 
+/// Read and drop what is left of a request body (bounded), so that an HTTP/1.1
+/// connection stays reusable after an early error answer: hyper closes a connection whose
+/// request body was not read, and a client that already sent its next request on it sees
+/// "connection closed without response".
+pub async fn drain(req: Req) {
+    let body = http_body_util::Limited::new(req.into_body(), 3 * 1024 * 1024);
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), body.collect()).await;
+}
+
 /// A decoded query string.
 #[derive(Debug, Default, Clone)]
 pub struct Query(Vec<(String, String)>);

@@ -102,6 +102,7 @@ impl Api {
             .and_then(|v| v.to_str().ok());
         let Some(who) = bearer(auth).and_then(|t| self.tokens.review(t)) else {
             self.counts.add(None, "api", "unauthenticated", &path);
+            crate::http::drain(req).await;
             return api_error(&ApiError::unauthorized());
         };
         let target = parse_target(&path);
@@ -117,6 +118,7 @@ impl Api {
             .or(pod_of_path);
         self.counts.add(pod_key, "api", verb, &path);
         if let Err(e) = self.authorize(&who, &req, target.as_ref(), verb, &q, &path) {
+            crate::http::drain(req).await;
             return api_error(&e);
         }
         let r = match target {

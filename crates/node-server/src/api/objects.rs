@@ -101,11 +101,12 @@ pub(super) async fn patch(
     if kind == Kind::Pod {
         accepted.push("application/strategic-merge-patch+json");
     }
+    // The body first, so that an error answer leaves the connection reusable.
+    let body = read_body(req, MAX_BODY).await?;
     let pt = PatchType::of(&ct).ok_or_else(|| ApiError::unsupported_media(&accepted))?;
     if pt == PatchType::Strategic && kind != Kind::Pod {
         return Err(ApiError::unsupported_media(&accepted));
     }
-    let body = read_body(req, MAX_BODY).await?;
     let p: Value = if pt == PatchType::Apply {
         serde_saphyr::from_slice(&body)
             .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?
