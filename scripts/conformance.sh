@@ -17,7 +17,7 @@ if [ -n "${ARGOEXEC_NODE_BIN:-}" ]; then
   bin=$ARGOEXEC_NODE_BIN
 else
   cargo build -p argoexec --locked
-  bin=$PWD/target/debug/argoexec
+  bin=${CARGO_TARGET_DIR:-$PWD/target}/debug/argoexec
 fi
 
 # The node subcommand is part of argoexec: a binary without it is a failure, not a skip.
