@@ -5,8 +5,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target=$(rustc -vV | sed -n 's/^host: //p')
+# Under CARGO_TARGET_DIR when set (CI keeps its build cache outside the clone).
+dir="${STATIC_TARGET_DIR:-${CARGO_TARGET_DIR:-target}/static}"
 RUSTFLAGS="-C target-feature=+crt-static" cargo build --release --locked --target "$target" -p argoexec \
-  --target-dir "${STATIC_TARGET_DIR:-target/static}"
-bin="${STATIC_TARGET_DIR:-target/static}/$target/release/argoexec"
+  --target-dir "$dir"
+bin="$dir/$target/release/argoexec"
 strip -o "$bin.stripped" "$bin"
 ls -l "$bin" "$bin.stripped"
+echo "$bin.stripped"

@@ -21,12 +21,11 @@ if ! "$DOCKER" image inspect busybox:latest >/dev/null 2>&1; then
   echo "images: built busybox:latest"
 fi
 
-bash scripts/build-static.sh >/dev/null
-target=$(rustc -vV | sed -n 's/^host: //p')
+static_bin=$(bash scripts/build-static.sh | tail -1)
 ctx=$work/argoexec
 mkdir -p "$ctx/etc/ssl/certs" "$ctx/tmp"
 chmod 1777 "$ctx/tmp"
-cp "target/static/$target/release/argoexec.stripped" "$ctx/argoexec"
+cp "$static_bin" "$ctx/argoexec"
 cp /etc/ssl/certs/ca-certificates.crt "$ctx/etc/ssl/certs/" 2>/dev/null || : > "$ctx/etc/ssl/certs/ca-certificates.crt"
 tar -C "$ctx" -c . | "$DOCKER" import \
   -c 'ENV PATH=/' -c 'ENV SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt' -c 'ENTRYPOINT ["/argoexec"]' \
