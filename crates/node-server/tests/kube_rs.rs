@@ -410,3 +410,101 @@ async fn kubelet_certificate_setups() {
     );
     s.shutdown().await;
 }
+
+/// The raw exec stream, byte for byte: subprotocol echo, the greeting frame on stdout,
+/// a pong for a ping, and the exact final status, then a normal close.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn raw_websocket_exec_frames() {
+    use futures::SinkExt;
+    use tokio_tungstenite::tungstenite::{Message, client::IntoClientRequest};
+    if skip() {
+        return;
+    }
+    let state = tempfile::tempdir().unwrap();
+    let _sweep = Sweep(label("raw"));
+    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+    let s = NodeServer::start(ServerConfig {
+        node: NodeConfig {
+            state_dir: state.path().to_path_buf(),
+            node_label: label("raw"),
+            ..Default::default()
+        },
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let admin = client(&s.api_url(), s.ca_pem(), s.admin_token()).await;
+    let pods: Api<Pod> = Api::default_namespaced(admin);
+    pods.create(&PostParams::default(), &pod("raw")).await.unwrap();
+    let running = |p: Option<&Pod>| {
+        p.and_then(|p| p.status.as_ref())
+            .is_some_and(|s| s.phase.as_deref() == Some("Running"))
+    };
+    tokio::time::timeout(
+        Duration::from_secs(30),
+        await_condition(pods.clone(), "raw", running),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+
+    // TLS by hand (rustls, the cluster CA), then the WebSocket handshake over it.
+    let mut roots = rustls::RootCertStore::empty();
+    use rustls::pki_types::pem::PemObject;
+    for c in rustls::pki_types::CertificateDer::pem_slice_iter(s.ca_pem().as_bytes()) {
+        roots.add(c.unwrap()).unwrap();
+    }
+    let cfg = rustls::ClientConfig::builder()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let tcp = tokio::net::TcpStream::connect(("127.0.0.1", s.api_port()))
+        .await
+        .unwrap();
+    let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
+    let tls = tokio_rustls::TlsConnector::from(std::sync::Arc::new(cfg))
+        .connect(name, tcp)
+        .await
+        .unwrap();
+    let url = format!(
+        "wss://127.0.0.1:{}/api/v1/namespaces/default/pods/raw/exec?command=sh&command=-c&command=sleep+0.3%3B+echo+hi&stdout=true&stderr=true",
+        s.api_port()
+    );
+    let mut req = url.into_client_request().unwrap();
+    req.headers_mut().insert(
+        "Authorization",
+        format!("Bearer {}", s.admin_token()).parse().unwrap(),
+    );
+    req.headers_mut().insert(
+        "Sec-WebSocket-Protocol",
+        "v4.channel.k8s.io, v5.channel.k8s.io".parse().unwrap(),
+    );
+    let (mut ws, resp) = tokio_tungstenite::client_async(req, tls).await.unwrap();
+    assert_eq!(
+        resp.headers()["sec-websocket-protocol"],
+        "v4.channel.k8s.io",
+        "client preference wins"
+    );
+    let first = ws.next().await.unwrap().unwrap();
+    assert_eq!(first, Message::binary(vec![1u8]), "greeting on stdout");
+    ws.send(Message::Ping(b"p".to_vec().into())).await.unwrap();
+    let mut pong = false;
+    let mut frames = Vec::new();
+    while let Some(m) = ws.next().await {
+        match m.unwrap() {
+            Message::Pong(p) => pong = p.as_ref() == b"p",
+            Message::Binary(b) => frames.push(b.to_vec()),
+            Message::Close(c) => {
+                assert_eq!(c.map(|c| u16::from(c.code)), Some(1000));
+                break;
+            }
+            _ => {}
+        }
+    }
+    assert!(pong, "the server answers pings");
+    assert_eq!(frames.first().map(Vec::as_slice), Some(&b"\x01hi\n"[..]));
+    assert_eq!(
+        frames.last().map(Vec::as_slice),
+        Some(&b"\x03{\"metadata\":{},\"status\":\"Success\"}"[..])
+    );
+    s.shutdown().await;
+}
