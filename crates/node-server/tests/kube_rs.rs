@@ -466,7 +466,7 @@ async fn raw_websocket_exec_frames() {
         .await
         .unwrap();
     let url = format!(
-        "wss://127.0.0.1:{}/api/v1/namespaces/default/pods/raw/exec?command=sh&command=-c&command=sleep+0.3%3B+echo+hi&stdout=true&stderr=true",
+        "wss://127.0.0.1:{}/api/v1/namespaces/default/pods/raw/exec?command=sh&command=-c&command=head+-c+1+%3E%2Fdev%2Fnull%3B+echo+hi&stdin=true&stdout=true&stderr=true",
         s.api_port()
     );
     let mut req = url.into_client_request().unwrap();
@@ -486,12 +486,17 @@ async fn raw_websocket_exec_frames() {
     );
     let first = ws.next().await.unwrap().unwrap();
     assert_eq!(first, Message::binary(vec![1u8]), "greeting on stdout");
+    // The command waits for one stdin byte: ping first, and send the byte once the pong
+    // is back, so the order is set by events, not by time.
     ws.send(Message::Ping(b"p".to_vec().into())).await.unwrap();
     let mut pong = false;
     let mut frames = Vec::new();
     while let Some(m) = ws.next().await {
         match m.unwrap() {
-            Message::Pong(p) => pong = p.as_ref() == b"p",
+            Message::Pong(p) => {
+                pong = p.as_ref() == b"p";
+                ws.send(Message::binary(vec![0u8, b'x'])).await.unwrap();
+            }
             Message::Binary(b) => frames.push(b.to_vec()),
             Message::Close(c) => {
                 assert_eq!(c.map(|c| u16::from(c.code)), Some(1000));
