@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Build the images the local node runs, without any registry:
 #   busybox:latest — a rootfs of Debian's busybox-static, `docker import`ed;
+#   noshell:latest — FROM scratch + /bin/busybox alone: no sh, no kill (for kill-without-shell tests);
 #   argoexec:dev   — FROM scratch + the static argoexec binary + the CA bundle.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,7 +22,18 @@ if ! "$DOCKER" image inspect busybox:latest >/dev/null 2>&1; then
   echo "images: built busybox:latest"
 fi
 
+if ! "$DOCKER" image inspect noshell:latest >/dev/null 2>&1; then
+  root=$work/noshell
+  mkdir -p "$root/bin" "$root/tmp" "$root/etc"
+  chmod 1777 "$root/tmp"
+  cp "$(command -v busybox)" "$root/bin/busybox"
+  echo 'root:x:0:0:root:/:/bin/busybox' > "$root/etc/passwd"
+  tar -C "$root" -c . | "$DOCKER" import -c 'ENV PATH=/bin' - noshell:latest >/dev/null
+  echo "images: built noshell:latest"
+fi
+
 static_bin=$(bash scripts/build-static.sh | tail -1)
+old=$("$DOCKER" image inspect -f '{{.Id}}' "${ARGOEXEC_IMAGE:-argoexec:dev}" 2>/dev/null || true)
 ctx=$work/argoexec
 mkdir -p "$ctx/etc/ssl/certs" "$ctx/tmp"
 chmod 1777 "$ctx/tmp"
@@ -30,4 +42,7 @@ cp /etc/ssl/certs/ca-certificates.crt "$ctx/etc/ssl/certs/" 2>/dev/null || : > "
 tar -C "$ctx" -c . | "$DOCKER" import \
   -c 'ENV PATH=/' -c 'ENV SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt' -c 'ENTRYPOINT ["/argoexec"]' \
   - "${ARGOEXEC_IMAGE:-argoexec:dev}" >/dev/null
+new=$("$DOCKER" image inspect -f '{{.Id}}' "${ARGOEXEC_IMAGE:-argoexec:dev}")
+# The replaced build is dangling now; remove it unless a container still uses it.
+if [ -n "$old" ] && [ "$old" != "$new" ]; then "$DOCKER" image rm "$old" >/dev/null 2>&1 || true; fi
 echo "images: built ${ARGOEXEC_IMAGE:-argoexec:dev}"

@@ -1,7 +1,9 @@
 //! `argoexec init`: prepare the pod before the main container starts.
 //!
-//! 1. Emissary only: copy this binary to `/var/run/argo/argoexec` (0555) and write the
-//!    template to `/var/run/argo/template` (0444), both atomically.
+//! 1. Emissary: copy this binary to `/var/run/argo/argoexec` (0555) and write the
+//!    template to `/var/run/argo/template` (0444), both atomically. kubelet and k8sapi:
+//!    copy the binary only, so their exec'd kill (`/var/run/argo/argoexec kill 15 1`) works
+//!    in images without a shell (an argoexec-rs addition; Argo v3.3 needed `sh` there).
 //! 2. Stage a script template's source at `/argo/staging/script` (0644).
 //! 3. Load every input artifact: optional unsupplied ones are skipped, required ones must be
 //!    supplied; paths overlapping a user volume are written through `/mainctrfs`, the others
@@ -24,8 +26,12 @@ use crate::{FlowError, StepContext, blocking};
 /// # Errors
 /// The first failure; the caller writes it to the termination log.
 pub async fn run(ctx: &StepContext, self_exe: &Path) -> Result<(), FlowError> {
-    if ctx.env.runtime_executor == ExecutorKind::Emissary {
-        install_emissary(ctx, self_exe).await?;
+    match ctx.env.runtime_executor {
+        ExecutorKind::Emissary => install_emissary(ctx, self_exe).await?,
+        ExecutorKind::Kubelet | ExecutorKind::K8sApi => {
+            install_binary(ctx, self_exe).await?;
+        }
+        _ => {}
     }
     stage_script(ctx).await?;
     for art in &ctx.template.inputs.artifacts {
@@ -35,6 +41,16 @@ pub async fn run(ctx: &StepContext, self_exe: &Path) -> Result<(), FlowError> {
 }
 
 async fn install_emissary(ctx: &StepContext, self_exe: &Path) -> Result<(), FlowError> {
+    let dest = install_binary(ctx, self_exe).await?;
+    let tpl = ctx.paths.template_file();
+    write_atomic(&tpl, ctx.template.to_json().as_bytes(), 0o444)
+        .map_err(|e| FlowError::io("write", &tpl, e))?;
+    tracing::info!(binary = %dest.display(), template = %tpl.display(), "installed the emissary");
+    Ok(())
+}
+
+/// Copy this binary to `/var/run/argo/argoexec` (0555), atomically.
+async fn install_binary(ctx: &StepContext, self_exe: &Path) -> Result<PathBuf, FlowError> {
     let dir = ctx.paths.var_run_argo();
     tokio::fs::create_dir_all(&dir)
         .await
@@ -50,11 +66,7 @@ async fn install_emissary(ctx: &StepContext, self_exe: &Path) -> Result<(), Flow
     tokio::fs::rename(&tmp, &dest)
         .await
         .map_err(|e| FlowError::io("rename into", &dest, e))?;
-    let tpl = ctx.paths.template_file();
-    write_atomic(&tpl, ctx.template.to_json().as_bytes(), 0o444)
-        .map_err(|e| FlowError::io("write", &tpl, e))?;
-    tracing::info!(binary = %dest.display(), template = %tpl.display(), "installed the emissary");
-    Ok(())
+    Ok(dest)
 }
 
 async fn stage_script(ctx: &StepContext) -> Result<(), FlowError> {

@@ -1,6 +1,7 @@
 //! `argoexec wait`: wait for the main container(s), then capture and report outputs.
 //!
-//! Order (Argo v3.3+): announce (`reporter.start()`, v3.5's "outputs are coming" handshake)
+//! Order (Argo v3.3+): announce (`reporter.start()`, v3.5's "outputs are coming" handshake;
+//! emissary only, see below)
 //! → wait → script result → output parameters → output artifacts → log archive → report →
 //! kill sidecars. Every capture step runs even when an earlier one failed
 //! (errors are collected, the first is returned), so one broken artifact does not lose the
@@ -47,12 +48,16 @@ pub async fn run<R: RuntimeExecutor, P: OutputReporter>(
 ) -> WaitOutcome {
     let mains = ctx.template.main_container_names();
     let mut errors = Vec::new();
+    // The handshake is v3.5's, and v3.5 pods are emissary pods: the other executors exist
+    // only for v3.3 controllers, which never read the label, so they skip the extra write.
     // A SIGTERM while the announcement is still retrying skips it: the report upserts anyway.
-    tokio::select! {
-        r = reporter.start() => if let Err(e) = r {
-            errors.push(e.into());
-        },
-        _ = terminate.cancelled() => tracing::warn!("terminated before outputs were announced"),
+    if ctx.env.runtime_executor == argoexec_core::ExecutorKind::Emissary {
+        tokio::select! {
+            r = reporter.start() => if let Err(e) = r {
+                errors.push(e.into());
+            },
+            _ = terminate.cancelled() => tracing::warn!("terminated before outputs were announced"),
+        }
     }
     let (exits, stop_message) = wait_for_mains(ctx, runtime, &mains, terminate, &mut errors).await;
 

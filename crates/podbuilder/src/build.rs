@@ -7,7 +7,9 @@
 //! - docker: the `docker-sock` hostPath (`dockerSockPath`), mounted read-only in wait only;
 //! - kubelet: `ARGO_KUBELET_HOST` from `status.hostIP`, `ARGO_KUBELET_PORT/INSECURE`, and
 //!   `ARGO_KUBELET_NODE_NAME` from `spec.nodeName` (for certificates whose only SAN is the
-//!   node name);
+//!   node name), plus `ARGO_KUBELET_SERVER_NAME` / `ARGO_KUBELET_CA_FILE` /
+//!   `ARGOEXEC_KUBELET_EXEC` from the argoexec-rs keys `kubeletServerName` / `kubeletCAFile` /
+//!   `kubeletExec`;
 //! - pns: `shareProcessNamespace` and `SYS_PTRACE` + `SYS_CHROOT` on wait;
 //! - emissary: every non-wait container's command becomes
 //!   `/var/run/argo/argoexec emissary -- <command…>`, the command looked up in `images` when
@@ -205,6 +207,15 @@ pub fn build_pod(
         exec_env.push(field_env("ARGO_KUBELET_NODE_NAME", "spec.nodeName"));
         exec_env.push(env("ARGO_KUBELET_PORT", config.kubelet_port.to_string()));
         exec_env.push(env("ARGO_KUBELET_INSECURE", config.kubelet_insecure.to_string()));
+        for (name, v) in [
+            ("ARGO_KUBELET_SERVER_NAME", &config.kubelet_server_name),
+            ("ARGO_KUBELET_CA_FILE", &config.kubelet_ca_file),
+            ("ARGOEXEC_KUBELET_EXEC", &config.kubelet_exec),
+        ] {
+            if let Some(v) = v {
+                exec_env.push(env(name, v.clone()));
+            }
+        }
     }
     let exec_tpl: core::Container = match &config.executor {
         Some(v) => convert("config executor", v)?,

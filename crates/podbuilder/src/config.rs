@@ -57,6 +57,15 @@ pub struct ControllerConfig {
     pub kubelet_port: u16,
     /// `kubeletInsecure`.
     pub kubelet_insecure: bool,
+    /// `kubeletServerName` (argoexec-rs): verify the kubelet's certificate against this name
+    /// only (default: the node IP, then `spec.nodeName`).
+    pub kubelet_server_name: Option<String>,
+    /// `kubeletCAFile` (argoexec-rs): the kubelet's CA bundle, a path inside the wait
+    /// container (default: the service account's `ca.crt`).
+    pub kubelet_ca_file: Option<String>,
+    /// `kubeletExec` (argoexec-rs): `kubelet` (default) or `apiserver`, where the kubelet
+    /// executor's exec calls (kill) go.
+    pub kubelet_exec: Option<String>,
     /// `dockerSockPath` (default `/var/run/docker.sock`).
     pub docker_sock_path: String,
     /// `executor`: a container template for init and wait (raw Kubernetes JSON).
@@ -74,6 +83,9 @@ const KNOWN: &[&str] = &[
     "containerRuntimeExecutors",
     "kubeletPort",
     "kubeletInsecure",
+    "kubeletServerName",
+    "kubeletCAFile",
+    "kubeletExec",
     "dockerSockPath",
     "executor",
     "mainContainer",
@@ -172,6 +184,24 @@ impl ControllerConfig {
                     .ok_or_else(|| invalid("kubeletInsecure", "must be true or false"))?,
                 _ => return Err(invalid("kubeletInsecure", "must be true or false")),
             };
+        }
+        for key in ["kubeletServerName", "kubeletCAFile", "kubeletExec"] {
+            if let Some(v) = take(&mut f, key) {
+                let s = v
+                    .as_str()
+                    .filter(|s| !s.trim().is_empty())
+                    .ok_or_else(|| invalid(key, "must be a non-empty string"))?
+                    .trim()
+                    .to_string();
+                if key == "kubeletExec" && s != "kubelet" && s != "apiserver" {
+                    return Err(invalid(key, format!("{s:?}: must be kubelet or apiserver")));
+                }
+                *(match key {
+                    "kubeletServerName" => &mut c.kubelet_server_name,
+                    "kubeletCAFile" => &mut c.kubelet_ca_file,
+                    _ => &mut c.kubelet_exec,
+                }) = Some(s);
+            }
         }
         if let Some(v) = take(&mut f, "dockerSockPath") {
             c.docker_sock_path = v
@@ -287,6 +317,8 @@ data:
         };
         assert!(bad("  kubeletPort: \"99999\"").contains("kubeletPort"));
         assert!(bad("  kubeletInsecure: \"maybe\"").contains("kubeletInsecure"));
+        assert!(bad("  kubeletExec: \"ssh\"").contains("kubeletExec"));
+        assert!(bad("  kubeletCAFile: \"\"").contains("kubeletCAFile"));
         assert!(bad("  images: |\n    busybox: {args: [x]}").contains("images[busybox]"));
         assert!(bad("  config: \"- a list\"").contains("config"));
         let e = ControllerConfig::from_configmap_yaml("kind: Secret\n")

@@ -85,19 +85,7 @@ impl ReportError {
     }
 }
 
-/// An error and its sources, joined with `": "` (repeated messages dropped).
-pub(crate) fn chain(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let mut cur = Some(err);
-    while let Some(e) = cur {
-        let s = e.to_string();
-        if !parts.iter().any(|p| p.contains(&s)) {
-            parts.push(s);
-        }
-        cur = e.source();
-    }
-    parts.join(": ")
-}
+pub(crate) use argoexec_kube::chain;
 
 #[cfg(test)]
 mod tests {

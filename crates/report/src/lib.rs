@@ -22,7 +22,8 @@ use serde_json::json;
 
 pub mod api;
 pub mod error;
-pub mod incluster;
+/// In-cluster configuration, from [`argoexec_kube`] (re-exported for existing callers).
+pub use argoexec_kube::incluster;
 pub mod retry;
 pub mod taskresult;
 

@@ -19,6 +19,7 @@ use anyhow::Context;
 use argoexec_core::ExecutorKind;
 use argoexec_core::template::{ArchiveLocation, ArtifactLocation, LocalArtifact, Outputs};
 use argoexec_node::NodeConfig;
+use argoexec_node_server::KubeletCert;
 use argoexec_podbuilder::ExecutorChoice;
 use k8s_openapi::api::core::v1::{HostPathVolumeSource, Pod, Volume, VolumeMount};
 use outcome::{Outcome, Phase};
@@ -80,6 +81,11 @@ pub struct Args {
     /// Lifetime in seconds of projected tokens (tests).
     #[arg(long, env = "ARGOEXEC_NODE_TOKEN_TTL", hide = true)]
     pub node_token_ttl: Option<u64>,
+    /// The local node's kubelet serving certificate: ca-ip (cluster CA, IP SAN), ca-hostname
+    /// (cluster CA, node name only) or self-signed (its own CA, given to the wait container
+    /// as `kubeletCAFile`).
+    #[arg(long, default_value = "ca-ip")]
+    pub kubelet_cert: KubeletCert,
     /// Value of the io.argoexec-rs.node label on the run's containers (default: pid-<pid>).
     #[arg(long, env = "ARGOEXEC_NODE_LABEL", hide = true)]
     pub node_label: Option<String>,
@@ -111,10 +117,9 @@ async fn execute(args: &Args) -> anyhow::Result<(Outcome, PathBuf)> {
         parameters: &args.parameters,
         random_name: true,
     })?;
-    if !matches!(plan.executor, ExecutorKind::Emissary | ExecutorKind::Docker) {
+    if plan.executor == ExecutorKind::Pns {
         anyhow::bail!(
-            "the {} executor is not built yet in this version of argoexec-rs; use --executor emissary or docker",
-            plan.executor
+            "the pns executor is not built yet in this version of argoexec-rs; use --executor emissary, docker, kubelet or k8sapi"
         );
     }
     let repo = artifacts_dir(args.artifacts.as_deref(), &plan.pod_name)?;
@@ -129,8 +134,6 @@ async fn execute(args: &Args) -> anyhow::Result<(Outcome, PathBuf)> {
     if !arch.location.has_location() {
         arch.location.local = Some(LocalArtifact { path: key });
     }
-    let mut pod = plan.build(&args.executor_image)?;
-    attach_repository(&mut pod, &repo);
     let mains = plan.template.main_container_names();
 
     let defaults = NodeConfig::default();
@@ -143,6 +146,7 @@ async fn execute(args: &Args) -> anyhow::Result<(Outcome, PathBuf)> {
     };
     let mut server = argoexec_node_server::ServerConfig {
         node,
+        kubelet_cert: args.kubelet_cert,
         ..Default::default()
     };
     if let Some(r) = args.node_token_rotation {
@@ -151,7 +155,28 @@ async fn execute(args: &Args) -> anyhow::Result<(Outcome, PathBuf)> {
     if let Some(t) = args.node_token_ttl {
         server.token_ttl = Duration::from_secs(t.max(1));
     }
-    let pod_run = session::Session::start(server, &args.rbac, pod).await?;
+    let server = argoexec_node_server::NodeServer::start(server).await?;
+    // As on a cluster, the config map's kubeletPort matches the node's kubelet.
+    plan.config.kubelet_port = server.kubelet_port();
+    let kubelet_ca = if plan.executor == ExecutorKind::Kubelet
+        && args.kubelet_cert == KubeletCert::SelfSigned
+        && plan.config.kubelet_ca_file.is_none()
+    {
+        plan.config.kubelet_ca_file = Some(format!("{KUBELET_CA_MOUNT}/ca.crt"));
+        Some(write_kubelet_ca(&server, &plan.pod_name)?)
+    } else {
+        None
+    };
+    let mut pod = plan.build(&args.executor_image)?;
+    attach_repository(&mut pod, &repo);
+    if let Some(dir) = &kubelet_ca {
+        attach_host_dir(&mut pod, KUBELET_CA_VOLUME, dir, KUBELET_CA_MOUNT, &["wait"]);
+    }
+    let pod_run = session::Session::start(server, &args.rbac, pod, plan.executor).await;
+    if let Some(dir) = &kubelet_ca {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    let pod_run = pod_run?;
     let name = plan.pod_name.clone();
     let progress =
         (args.output == Output::Text).then(|| tokio::spawn(progress::follow(name, pod_run.status())));
@@ -224,18 +249,24 @@ fn artifacts_dir(given: Option<&Path>, pod: &str) -> anyhow::Result<PathBuf> {
 
 /// Mount the host repository into init and wait.
 fn attach_repository(pod: &mut Pod, repo: &Path) {
+    attach_host_dir(pod, REPO_VOLUME, repo, REPO_MOUNT, &["init", "wait"]);
+}
+
+/// Mount the host directory `dir` at `mount` in the named containers.
+fn attach_host_dir(pod: &mut Pod, volume: &str, dir: &Path, mount: &str, containers: &[&str]) {
     let Some(spec) = pod.spec.as_mut() else { return };
     spec.volumes.get_or_insert_with(Vec::new).push(Volume {
-        name: REPO_VOLUME.into(),
+        name: volume.into(),
         host_path: Some(HostPathVolumeSource {
-            path: repo.display().to_string(),
+            path: dir.display().to_string(),
             type_: Some("DirectoryOrCreate".into()),
         }),
         ..Default::default()
     });
     let m = VolumeMount {
-        name: REPO_VOLUME.into(),
-        mount_path: REPO_MOUNT.into(),
+        name: volume.into(),
+        mount_path: mount.into(),
+        read_only: Some(true).filter(|_| volume != REPO_VOLUME),
         ..Default::default()
     };
     for c in spec
@@ -244,10 +275,24 @@ fn attach_repository(pod: &mut Pod, repo: &Path) {
         .flatten()
         .chain(spec.containers.iter_mut())
     {
-        if c.name == "init" || c.name == "wait" {
+        if containers.contains(&c.name.as_str()) {
             c.volume_mounts.get_or_insert_with(Vec::new).push(m.clone());
         }
     }
+}
+
+/// Where the wait container finds a self-signed kubelet's CA bundle (`kubeletCAFile`).
+const KUBELET_CA_MOUNT: &str = "/var/run/argoexec-kubelet-ca";
+const KUBELET_CA_VOLUME: &str = "argoexec-kubelet-ca";
+
+/// Write the node's kubelet CA bundle for the pod (given to it by configuration, as a
+/// cluster admin would with a ConfigMap).
+fn write_kubelet_ca(server: &argoexec_node_server::NodeServer, pod: &str) -> anyhow::Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!("argoexec-kubelet-ca-{pod}"));
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    std::fs::write(dir.join("ca.crt"), server.kubelet_ca_pem())
+        .with_context(|| format!("cannot write {}", dir.display()))?;
+    Ok(dir)
 }
 
 fn usage_error(args: &Args, e: &anyhow::Error) -> i32 {

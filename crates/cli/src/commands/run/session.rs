@@ -10,14 +10,60 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use argoexec_core::template::Outputs;
-use argoexec_node_server::{NodeServer, ServerConfig};
+use argoexec_core::ExecutorKind;
+use argoexec_node_server::NodeServer;
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use serde_json::Value;
 use tokio::sync::watch;
 
-/// The default executor Role of a run: Argo v3.3's quick-start executor role plus the
-/// pod patch of the annotation fallback, bound to the pod's service account.
-fn default_rbac(ns: &str, sa: &str) -> String {
+/// The default executor RBAC of a run: Argo v3.3's quick-start executor role plus the pod
+/// patch of the annotation fallback, bound to the pod's service account; the k8sapi
+/// executor adds `pods/exec`, the kubelet executor a ClusterRole with `nodes/proxy: get`.
+fn default_rbac(ns: &str, sa: &str, executor: ExecutorKind) -> String {
+    let mut rbac = role(ns, sa);
+    match executor {
+        ExecutorKind::K8sApi => rbac.push_str(&format!(
+            r#"---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {{name: argoexec-k8sapi-exec, namespace: {ns}}}
+rules:
+- apiGroups: [""]
+  resources: [pods/exec]
+  verbs: [get, create]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {{name: argoexec-k8sapi-exec, namespace: {ns}}}
+roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: Role, name: argoexec-k8sapi-exec}}
+subjects:
+- {{kind: ServiceAccount, name: {sa}, namespace: {ns}}}
+"#
+        )),
+        ExecutorKind::Kubelet => rbac.push_str(&format!(
+            r#"---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {{name: argoexec-kubelet}}
+rules:
+- apiGroups: [""]
+  resources: [nodes/proxy]
+  verbs: [get]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {{name: argoexec-kubelet-{ns}-{sa}}}
+roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: argoexec-kubelet}}
+subjects:
+- {{kind: ServiceAccount, name: {sa}, namespace: {ns}}}
+"#
+        )),
+        _ => {}
+    }
+    rbac
+}
+
+fn role(ns: &str, sa: &str) -> String {
     format!(
         r#"apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
@@ -69,12 +115,12 @@ pub struct Session {
 }
 
 impl Session {
-    /// Start the server and create `pod`.
+    /// Create `pod` on the started `server`, with the default RBAC of `executor` unless
+    /// `rbac` directories are given.
     ///
     /// # Errors
-    /// The node cannot start, RBAC files are bad, or the API refuses the pod.
-    pub async fn start(config: ServerConfig, rbac: &[PathBuf], pod: Pod) -> anyhow::Result<Self> {
-        let server = NodeServer::start(config).await?;
+    /// RBAC files are bad, or the API refuses the pod.
+    pub async fn start(server: NodeServer, rbac: &[PathBuf], pod: Pod, executor: ExecutorKind) -> anyhow::Result<Self> {
         let ns = pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
         let name = pod.metadata.name.clone().unwrap_or_default();
         let sa = pod
@@ -85,7 +131,7 @@ impl Session {
         if rbac.is_empty() {
             server
                 .rbac()
-                .load_str(&default_rbac(&ns, &sa), "argoexec run's default executor role")?;
+                .load_str(&default_rbac(&ns, &sa, executor), "argoexec run's default executor role")?;
         }
         for dir in rbac {
             server.rbac().load_dir(dir)?;

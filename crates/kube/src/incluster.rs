@@ -137,6 +137,17 @@ impl InClusterConfig {
         }))
     }
 
+    /// The host part of [`Self::server`] (IPv6 without brackets), the name its TLS
+    /// certificate is verified against.
+    pub fn server_host(&self) -> String {
+        let rest = self.server.trim_start_matches("https://");
+        let host = match rest.strip_prefix('[') {
+            Some(v6) => v6.split(']').next().unwrap_or(v6),
+            None => rest.split([':', '/']).next().unwrap_or(rest),
+        };
+        host.to_string()
+    }
+
     /// `<dir>/token`.
     pub fn token_file(&self) -> PathBuf {
         self.service_account_dir.join("token")
@@ -200,7 +211,7 @@ impl InClusterConfig {
         install_crypto_provider();
         let token = TokenSource::new(self.token_file())?;
         let client = kube::Client::try_from(self.kube_config()?).map_err(|e| InClusterError::Client {
-            message: crate::error::chain(&e),
+            message: crate::chain(&e),
         })?;
         Ok((client, token))
     }
