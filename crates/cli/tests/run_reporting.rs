@@ -11,7 +11,11 @@ use run_support::{EXECUTORS, docker_available, example, run_file};
 /// The handshake (false → true) is v3.5's and so the emissary's; the v3.3 executors write
 /// the task result once.
 fn expected_labels(ex: &str) -> Vec<&'static str> {
-    if ex == "emissary" { vec!["false", "true"] } else { vec!["true"] }
+    if ex == "emissary" {
+        vec!["false", "true"]
+    } else {
+        vec!["true"]
+    }
 }
 
 fn labels(r: &run_support::RunResult) -> Vec<String> {

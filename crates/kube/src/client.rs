@@ -61,10 +61,13 @@ impl Endpoint {
     /// # Errors
     /// [`ClientError`] for a bad URL or TLS configuration.
     pub fn client(&self) -> Result<kube::Client, ClientError> {
-        let uri: http::Uri = self.url.parse().map_err(|e: http::uri::InvalidUri| ClientError::BadUrl {
-            url: self.url.clone(),
-            reason: e.to_string(),
-        })?;
+        let uri: http::Uri = self
+            .url
+            .parse()
+            .map_err(|e: http::uri::InvalidUri| ClientError::BadUrl {
+                url: self.url.clone(),
+                reason: e.to_string(),
+            })?;
         let tls = self.tls.client_config(self.what)?;
         let mut http = HttpConnector::new();
         http.enforce_http(false);
@@ -115,11 +118,18 @@ pub fn describe(e: &kube::Error, endpoint: &str, call: &str) -> (argoexec_runtim
                 404 => K::NotFound,
                 _ => K::Fatal,
             };
-            (kind, format!("{call} {endpoint}: HTTP {code} instead of a protocol upgrade"))
+            (
+                kind,
+                format!("{call} {endpoint}: HTTP {code} instead of a protocol upgrade"),
+            )
         }
         other => {
             let text = crate::chain(other);
-            let kind = if text.contains("x509:") { K::Fatal } else { K::Transient };
+            let kind = if text.contains("x509:") {
+                K::Fatal
+            } else {
+                K::Transient
+            };
             (kind, format!("{call} {endpoint}: {text}"))
         }
     }

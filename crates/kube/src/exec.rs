@@ -88,7 +88,9 @@ pub fn judge(status: Option<Status>, stderr: &[u8]) -> Result<(), ExecFailure> {
     match exit_code(&s) {
         Some(code) => Err(ExecFailure::NonZero { code, stderr: err }),
         None => Err(ExecFailure::Failed {
-            message: s.message.unwrap_or_else(|| "exec failed without a message".into()),
+            message: s
+                .message
+                .unwrap_or_else(|| "exec failed without a message".into()),
         }),
     }
 }
@@ -107,7 +109,10 @@ async fn read_all(r: Option<impl AsyncRead + Unpin>, limit: usize) -> Result<Vec
     let mut out = Vec::new();
     let mut buf = vec![0u8; 64 * 1024];
     loop {
-        let n = r.read(&mut buf).await.map_err(|e| ExecFailure::Io(e.to_string()))?;
+        let n = r
+            .read(&mut buf)
+            .await
+            .map_err(|e| ExecFailure::Io(e.to_string()))?;
         if n == 0 {
             return Ok(out);
         }
@@ -122,7 +127,11 @@ async fn read_all(r: Option<impl AsyncRead + Unpin>, limit: usize) -> Result<Vec
 ///
 /// # Errors
 /// [`ExecFailure`].
-pub async fn collect(mut proc: AttachedProcess, limit: usize, timeout: Duration) -> Result<ExecOutput, ExecFailure> {
+pub async fn collect(
+    mut proc: AttachedProcess,
+    limit: usize,
+    timeout: Duration,
+) -> Result<ExecOutput, ExecFailure> {
     let status = proc.take_status();
     let (out, err) = (proc.stdout(), proc.stderr());
     let work = async move {
@@ -141,7 +150,12 @@ pub async fn collect(mut proc: AttachedProcess, limit: usize, timeout: Duration)
 
 /// A command's stdout as a stream, and a future with its verdict (resolve it after the
 /// stream ended). stderr is drained in the background and included in a failure.
-pub fn stream(mut proc: AttachedProcess) -> (impl AsyncRead + Send + Unpin + use<>, impl Future<Output = Result<(), ExecFailure>> + Send + use<>) {
+pub fn stream(
+    mut proc: AttachedProcess,
+) -> (
+    impl AsyncRead + Send + Unpin + use<>,
+    impl Future<Output = Result<(), ExecFailure>> + Send + use<>,
+) {
     let status = proc.take_status();
     let out = proc.stdout();
     let err = proc.stderr();
@@ -188,7 +202,8 @@ mod tests {
         );
         assert_eq!(e.to_string(), "exited with code 3: oops");
         assert!(!e.is_not_runnable());
-        let nf = st(json!({"status": "Failure", "message": "exec: \"/x\": executable file not found in $PATH"}));
+        let nf =
+            st(json!({"status": "Failure", "message": "exec: \"/x\": executable file not found in $PATH"}));
         let e = judge(Some(nf), b"").unwrap_err();
         assert!(e.is_not_runnable() && e.to_string().contains("executable file not found"));
         assert!(

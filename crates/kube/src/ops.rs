@@ -50,14 +50,28 @@ pub trait PodAccess: Send + Sync {
     fn pod(&self) -> impl Future<Output = Result<Pod, RuntimeError>> + Send;
 
     /// Start `argv` in `container` with stdout and stderr attached.
-    fn exec(&self, container: &str, argv: Vec<String>) -> impl Future<Output = Result<AttachedProcess, RuntimeError>> + Send;
+    fn exec(
+        &self,
+        container: &str,
+        argv: Vec<String>,
+    ) -> impl Future<Output = Result<AttachedProcess, RuntimeError>> + Send;
 
     /// Wait until every name has terminated or `timeout` passed; returns the names that
     /// have not terminated.
-    fn wait_terminated(&self, names: &[String], timeout: Duration) -> impl Future<Output = Result<Vec<String>, RuntimeError>> + Send;
+    fn wait_terminated(
+        &self,
+        names: &[String],
+        timeout: Duration,
+    ) -> impl Future<Output = Result<Vec<String>, RuntimeError>> + Send;
 }
 
-fn err(a: &impl PodAccess, kind: ErrorKind, action: &'static str, c: &str, m: impl Into<String>) -> RuntimeError {
+fn err(
+    a: &impl PodAccess,
+    kind: ErrorKind,
+    action: &'static str,
+    c: &str,
+    m: impl Into<String>,
+) -> RuntimeError {
     RuntimeError::new(kind, a.backend(), action, c, m)
 }
 
@@ -73,13 +87,28 @@ fn mounts_var_run_argo(pod: &Pod, container: &str) -> bool {
 
 /// The signalling commands for `signal`, in the order to try them.
 pub fn signal_commands(prefer_argoexec: bool, signal: i32) -> Vec<Vec<String>> {
-    let ours = vec![ARGOEXEC_IN_POD.into(), "kill".into(), signal.to_string(), "1".into()];
+    let ours = vec![
+        ARGOEXEC_IN_POD.into(),
+        "kill".into(),
+        signal.to_string(),
+        "1".into(),
+    ];
     let shell = vec!["/bin/sh".into(), "-c".into(), format!("kill -{signal} 1")];
-    if prefer_argoexec { vec![ours, shell] } else { vec![shell, ours] }
+    if prefer_argoexec {
+        vec![ours, shell]
+    } else {
+        vec![shell, ours]
+    }
 }
 
 /// Send `signal` to PID 1 of `container`; returns the index of the command that worked.
-async fn signal_one(a: &impl PodAccess, pod: &Pod, container: &str, signal: i32, first: Option<usize>) -> Result<usize, RuntimeError> {
+async fn signal_one(
+    a: &impl PodAccess,
+    pod: &Pod,
+    container: &str,
+    signal: i32,
+    first: Option<usize>,
+) -> Result<usize, RuntimeError> {
     let cmds = signal_commands(mounts_var_run_argo(pod, container), signal);
     let order: Vec<usize> = match first {
         Some(i) => vec![i],
@@ -98,6 +127,13 @@ async fn signal_one(a: &impl PodAccess, pod: &Pod, container: &str, signal: i32,
                 tracing::debug!(container, signal, command = %shown, "signalled");
                 return Ok(i);
             }
+            // The target's PID 1 died of the signal and took the exec'd process (in its pid
+            // namespace) with it before a status was sent: delivered. Termination is
+            // checked next either way.
+            Err(ExecFailure::NonZero { code: 137, .. } | ExecFailure::NoStatus | ExecFailure::Io(_)) => {
+                tracing::debug!(container, signal, command = %shown, "signalled; the exec ended with the container");
+                return Ok(i);
+            }
             Err(f) => {
                 let next = f.is_not_runnable();
                 tried.push(format!("`{shown}`: {f}"));
@@ -107,14 +143,24 @@ async fn signal_one(a: &impl PodAccess, pod: &Pod, container: &str, signal: i32,
             }
         }
     }
-    Err(err(a, ErrorKind::Fatal, "signal", container, format!("cannot send signal {signal}: {}", tried.join("; "))))
+    Err(err(
+        a,
+        ErrorKind::Fatal,
+        "signal",
+        container,
+        format!("cannot send signal {signal}: {}", tried.join("; ")),
+    ))
 }
 
 /// TERM → `grace` → KILL → [`KILL_WAIT`]; see the module docs.
 ///
 /// # Errors
 /// Every container that could not be signalled or is still running, aggregated.
-pub async fn kill_gracefully(a: &impl PodAccess, containers: &[String], grace: Duration) -> Result<(), RuntimeError> {
+pub async fn kill_gracefully(
+    a: &impl PodAccess,
+    containers: &[String],
+    grace: Duration,
+) -> Result<(), RuntimeError> {
     let pod = a.pod().await?;
     let running: Vec<String> = containers
         .iter()
@@ -170,12 +216,23 @@ pub async fn kill_gracefully(a: &impl PodAccess, containers: &[String], grace: D
     if problems.is_empty() {
         Ok(())
     } else {
-        Err(err(a, ErrorKind::Fatal, "kill", &running.join(","), problems.join("; ")))
+        Err(err(
+            a,
+            ErrorKind::Fatal,
+            "kill",
+            &running.join(","),
+            problems.join("; "),
+        ))
     }
 }
 
 /// Fail unless `container` runs: base-layer reads need a live process to exec into.
-async fn require_running(a: &impl PodAccess, action: &'static str, container: &str, path: &Path) -> Result<(), RuntimeError> {
+async fn require_running(
+    a: &impl PodAccess,
+    action: &'static str,
+    container: &str,
+    path: &Path,
+) -> Result<(), RuntimeError> {
     let pod = a.pod().await?;
     match state_of(&pod, container) {
         ContainerState::Running => Ok(()),
@@ -200,7 +257,9 @@ async fn require_running(a: &impl PodAccess, action: &'static str, container: &s
 
 fn failure_kind(f: &ExecFailure) -> ErrorKind {
     match f {
-        ExecFailure::NonZero { stderr, .. } if stderr.contains("No such file") || stderr.contains("not found") => {
+        ExecFailure::NonZero { stderr, .. }
+            if stderr.contains("No such file") || stderr.contains("not found") =>
+        {
             ErrorKind::NotFound
         }
         ExecFailure::NoStatus | ExecFailure::TimedOut(_) | ExecFailure::Io(_) => ErrorKind::Transient,
@@ -215,11 +274,21 @@ fn failure_kind(f: &ExecFailure) -> ErrorKind {
 pub async fn read_file(a: &impl PodAccess, container: &str, path: &Path) -> Result<Vec<u8>, RuntimeError> {
     const ACTION: &str = "read file from";
     require_running(a, ACTION, container, path).await?;
-    let p = a.exec(container, vec!["cat".into(), path.display().to_string()]).await?;
+    let p = a
+        .exec(container, vec!["cat".into(), path.display().to_string()])
+        .await?;
     exec::collect(p, MAX_FILE, Duration::from_secs(600))
         .await
         .map(|o| o.stdout)
-        .map_err(|f| err(a, failure_kind(&f), ACTION, container, format!("cat {}: {f}", path.display())))
+        .map_err(|f| {
+            err(
+                a,
+                failure_kind(&f),
+                ACTION,
+                container,
+                format!("cat {}: {f}", path.display()),
+            )
+        })
 }
 
 /// `src` of a running container as a `.tar.gz` at `dest` (single top-level entry
@@ -227,7 +296,13 @@ pub async fn read_file(a: &impl PodAccess, container: &str, path: &Path) -> Resu
 ///
 /// # Errors
 /// `Unsupported` when the container is not running; `NotFound` when `src` is missing.
-pub async fn copy_file(a: &impl PodAccess, container: &str, src: &Path, dest: &Path, level: Option<u32>) -> Result<(), RuntimeError> {
+pub async fn copy_file(
+    a: &impl PodAccess,
+    container: &str,
+    src: &Path,
+    dest: &Path,
+    level: Option<u32>,
+) -> Result<(), RuntimeError> {
     const ACTION: &str = "copy file from";
     require_running(a, ACTION, container, src).await?;
     let s = src.display().to_string();
@@ -237,7 +312,12 @@ pub async fn copy_file(a: &impl PodAccess, container: &str, src: &Path, dest: &P
         Some((p, b)) => (p.to_string(), b.to_string()),
         None => (".".to_string(), trimmed.to_string()),
     };
-    let p = a.exec(container, vec!["tar".into(), "-C".into(), parent, "-cf".into(), "-".into(), base]).await?;
+    let p = a
+        .exec(
+            container,
+            vec!["tar".into(), "-C".into(), parent, "-cf".into(), "-".into(), base],
+        )
+        .await?;
     let (stdout, verdict) = exec::stream(p);
     let dest_owned: PathBuf = dest.to_path_buf();
     let opts = GzipOptions {

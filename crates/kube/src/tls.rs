@@ -200,20 +200,25 @@ impl NameFallbackVerifier {
                     tracing::info!(ca = %self.ca_file.display(), "CA bundle changed; re-read");
                     *cur = (now, v);
                 }
-                Err(e) => tracing::warn!(error = %e, "cannot re-read the CA bundle; keeping the previous one"),
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot re-read the CA bundle; keeping the previous one")
+                }
             }
         }
         cur.1.clone()
     }
 
+    /// A `General` error carrying [`VerifyFailure`]'s text: rustls shows `Other` errors
+    /// with their `Debug` form, and the message must read well in a step's error.
     fn failure(&self, reason: String) -> rustls::Error {
-        rustls::Error::InvalidCertificate(CertificateError::Other(rustls::OtherError(Arc::new(
-            VerifyFailure {
-                ca: self.ca_file.clone(),
-                names: self.shown.clone(),
-                reason,
-            },
-        ))))
+        let f = VerifyFailure {
+            ca: self.ca_file.clone(),
+            names: self.shown.clone(),
+            reason: reason
+                .trim_start_matches("invalid peer certificate: ")
+                .to_string(),
+        };
+        rustls::Error::General(f.to_string())
     }
 }
 
@@ -330,15 +335,14 @@ mod tests {
         let mut params = rcgen::CertificateParams::new(vec![]).unwrap();
         params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
         std::fs::write(&ca, params.self_signed(&key).unwrap().pem()).unwrap();
-        assert!(matches!(
-            p(&[]).client_config("kubelet"),
-            Err(TlsError::NoNames)
-        ));
+        assert!(matches!(p(&[]).client_config("kubelet"), Err(TlsError::NoNames)));
         assert!(matches!(
             p(&["not a name!"]).client_config("kubelet"),
             Err(TlsError::BadName(_))
         ));
-        p(&["127.0.0.1", "node-a", "[::1]"]).client_config("kubelet").unwrap();
+        p(&["127.0.0.1", "node-a", "[::1]"])
+            .client_config("kubelet")
+            .unwrap();
         TlsPolicy::Insecure.client_config("kubelet").unwrap();
     }
 }

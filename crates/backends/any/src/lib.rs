@@ -40,8 +40,8 @@ pub enum AnyRuntime {
     Emissary(EmissaryExecutor),
     /// The docker backend.
     Docker(DockerExecutor),
-    /// The kubelet backend.
-    Kubelet(KubeletExecutor),
+    /// The kubelet backend (boxed: two clients and its configuration).
+    Kubelet(Box<KubeletExecutor>),
     /// The k8sapi backend.
     K8sApi(K8sApiExecutor),
 }
@@ -69,10 +69,17 @@ pub async fn select(
         }
         ExecutorKind::Kubelet => {
             let config = KubeletConfig::from_env(|k| std::env::var(k).ok()).map_err(|e| {
-                RuntimeError::new(argoexec_runtime::ErrorKind::Fatal, kind, "configure", "kubelet", e.to_string())
+                RuntimeError::new(
+                    argoexec_runtime::ErrorKind::Fatal,
+                    kind,
+                    "configure",
+                    "kubelet",
+                    e.to_string(),
+                )
             })?;
             let ns = env.namespace.as_deref().unwrap_or("default");
-            Ok(AnyRuntime::Kubelet(KubeletExecutor::new(config, paths, ns, &env.pod_name)?))
+            let k = KubeletExecutor::new(config, paths, ns, &env.pod_name)?;
+            Ok(AnyRuntime::Kubelet(Box::new(k)))
         }
         ExecutorKind::K8sApi => {
             let ns = env.namespace.as_deref().unwrap_or("default");

@@ -29,7 +29,9 @@ use argoexec_kube::client::describe;
 use argoexec_kube::ops::{self, PodAccess};
 use argoexec_kube::podstate::{container_names, evaluate};
 use argoexec_kube::{Endpoint, InClusterConfig, TlsPolicy, TokenSource};
-use argoexec_runtime::{Capabilities, ContainerExit, ErrorKind, OutputStream, RuntimeError, RuntimeExecutor, StreamKind};
+use argoexec_runtime::{
+    Capabilities, ContainerExit, ErrorKind, OutputStream, RuntimeError, RuntimeExecutor, StreamKind,
+};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, AttachParams, AttachedProcess, LogParams};
 use tokio::sync::watch as channel;
@@ -123,7 +125,13 @@ impl K8sApiExecutor {
         let tx = self.inner.tx.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(tx) = tx {
             let i = &self.inner;
-            tokio::spawn(watch::run(i.api.clone(), i.pod_name.clone(), i.server.clone(), tx, i.stop.clone()));
+            tokio::spawn(watch::run(
+                i.api.clone(),
+                i.pod_name.clone(),
+                i.server.clone(),
+                tx,
+                i.stop.clone(),
+            ));
         }
         self.inner.view.clone()
     }
@@ -163,7 +171,12 @@ impl K8sApiExecutor {
         match view {
             View::Unknown => Ok(None),
             View::Pod(p) => Ok(Some(p)),
-            View::Gone => Err(error(ErrorKind::NotFound, "wait for", who, format!("pod {} was deleted", self.inner.pod_name))),
+            View::Gone => Err(error(
+                ErrorKind::NotFound,
+                "wait for",
+                who,
+                format!("pod {} was deleted", self.inner.pod_name),
+            )),
             View::Failed(kind, m) => Err(error(kind, "wait for", who, m)),
         }
     }
@@ -176,32 +189,55 @@ impl PodAccess for K8sApiExecutor {
 
     async fn pod(&self) -> Result<Pod, RuntimeError> {
         let never = CancellationToken::new();
-        match self.until("pod", |_| true, Some(FIRST_EVENT_TIMEOUT), &never).await? {
+        match self
+            .until("pod", |_| true, Some(FIRST_EVENT_TIMEOUT), &never)
+            .await?
+        {
             Some(p) => Ok((*p).clone()),
             None => Err(error(
                 ErrorKind::Transient,
                 "get",
                 "pod",
-                format!("no event from the pod watch on {} within {FIRST_EVENT_TIMEOUT:?}", self.inner.server),
+                format!(
+                    "no event from the pod watch on {} within {FIRST_EVENT_TIMEOUT:?}",
+                    self.inner.server
+                ),
             )),
         }
     }
 
     async fn exec(&self, container: &str, argv: Vec<String>) -> Result<AttachedProcess, RuntimeError> {
-        let ap = AttachParams::default().container(container).stdin(false).stdout(true).stderr(true);
-        self.inner.api.exec(&self.inner.pod_name, argv, &ap).await.map_err(|e| {
-            let (kind, mut m) = describe(&e, &self.inner.server, "pods/exec");
-            if kind == ErrorKind::Denied {
-                m.push_str(" (the k8sapi executor needs `pods/exec: get, create`)");
-            }
-            error(kind, "exec in", container, m)
-        })
+        let ap = AttachParams::default()
+            .container(container)
+            .stdin(false)
+            .stdout(true)
+            .stderr(true);
+        self.inner
+            .api
+            .exec(&self.inner.pod_name, argv, &ap)
+            .await
+            .map_err(|e| {
+                let (kind, mut m) = describe(&e, &self.inner.server, "pods/exec");
+                if kind == ErrorKind::Denied {
+                    m.push_str(" (the k8sapi executor needs `pods/exec: get, create`)");
+                }
+                error(kind, "exec in", container, m)
+            })
     }
 
-    async fn wait_terminated(&self, names: &[String], timeout: Duration) -> Result<Vec<String>, RuntimeError> {
+    async fn wait_terminated(
+        &self,
+        names: &[String],
+        timeout: Duration,
+    ) -> Result<Vec<String>, RuntimeError> {
         let never = CancellationToken::new();
         let last = self
-            .until(&names.join(","), |p| evaluate(p, names).pending.is_empty(), Some(timeout), &never)
+            .until(
+                &names.join(","),
+                |p| evaluate(p, names).pending.is_empty(),
+                Some(timeout),
+                &never,
+            )
             .await?;
         Ok(match last {
             Some(p) => evaluate(&p, names).pending.into_iter().map(|(n, _)| n).collect(),
@@ -227,36 +263,58 @@ impl RuntimeExecutor for K8sApiExecutor {
         ops::read_file(self, container, path).await
     }
 
-    async fn copy_file(&self, container: &str, src: &Path, dest: &Path, level: Option<u32>) -> Result<(), RuntimeError> {
+    async fn copy_file(
+        &self,
+        container: &str,
+        src: &Path,
+        dest: &Path,
+        level: Option<u32>,
+    ) -> Result<(), RuntimeError> {
         ops::copy_file(self, container, src, dest, level).await
     }
 
     async fn output_stream(&self, container: &str, kind: StreamKind) -> Result<OutputStream, RuntimeError> {
         if kind == StreamKind::Stdout {
-            tracing::warn!(container, "pods/log has stdout and stderr combined: the result includes stderr lines");
+            tracing::warn!(
+                container,
+                "pods/log has stdout and stderr combined: the result includes stderr lines"
+            );
         }
         let lp = LogParams {
             container: Some(container.into()),
             ..LogParams::default()
         };
-        let r = self.inner.api.log_stream(&self.inner.pod_name, &lp).await.map_err(|e| {
-            let (kind, mut m) = describe(&e, &self.inner.server, "pods/log");
-            if kind == ErrorKind::Denied {
-                m.push_str(" (the k8sapi executor needs `pods/log: get`)");
-            }
-            error(kind, "read logs of", container, m)
-        })?;
+        let r = self
+            .inner
+            .api
+            .log_stream(&self.inner.pod_name, &lp)
+            .await
+            .map_err(|e| {
+                let (kind, mut m) = describe(&e, &self.inner.server, "pods/log");
+                if kind == ErrorKind::Denied {
+                    m.push_str(" (the k8sapi executor needs `pods/log: get`)");
+                }
+                error(kind, "read logs of", container, m)
+            })?;
         Ok(Box::pin(r.compat()))
     }
 
-    async fn wait(&self, containers: &[String], cancel: CancellationToken) -> Result<Vec<ContainerExit>, RuntimeError> {
+    async fn wait(
+        &self,
+        containers: &[String],
+        cancel: CancellationToken,
+    ) -> Result<Vec<ContainerExit>, RuntimeError> {
         let who = containers.join(",");
         let done = |p: &Pod| evaluate(p, containers).done();
         let start = tokio::time::Instant::now();
-        let pod = self
-            .until(&who, done, None, &cancel)
-            .await?
-            .ok_or_else(|| error(ErrorKind::Fatal, "wait for", &who, "the pod watch ended without an event"))?;
+        let pod = self.until(&who, done, None, &cancel).await?.ok_or_else(|| {
+            error(
+                ErrorKind::Fatal,
+                "wait for",
+                &who,
+                "the pod watch ended without an event",
+            )
+        })?;
         let e = evaluate(&pod, containers);
         if e.deadline_exceeded {
             tracing::warn!(pending = %e.describe_pending(), "the pod's activeDeadlineSeconds passed (DeadlineExceeded)");

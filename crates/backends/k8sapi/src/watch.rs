@@ -43,7 +43,13 @@ pub enum View {
 }
 
 /// Run the watch until `stop` fires, publishing into `tx`.
-pub async fn run(api: Api<Pod>, name: String, server: String, tx: watch::Sender<View>, stop: CancellationToken) {
+pub async fn run(
+    api: Api<Pod>,
+    name: String,
+    server: String,
+    tx: watch::Sender<View>,
+    stop: CancellationToken,
+) {
     let wp = WatchParams::default()
         .fields(&format!("metadata.name={name}"))
         .timeout(WATCH_TIMEOUT_SECS);

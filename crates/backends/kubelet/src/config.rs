@@ -35,7 +35,9 @@ pub enum ExecVia {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
     /// `ARGO_KUBELET_HOST` is unset or empty.
-    #[error("ARGO_KUBELET_HOST is empty: the kubelet executor needs the node's address (downward API status.hostIP)")]
+    #[error(
+        "ARGO_KUBELET_HOST is empty: the kubelet executor needs the node's address (downward API status.hostIP)"
+    )]
     NoHost,
     /// A variable has a bad value.
     #[error("environment variable {name} has invalid value {value:?}: {expected}")]
@@ -95,16 +97,17 @@ pub struct KubeletConfig {
     pub poll: Poll,
 }
 
-fn duration_var(get: &impl Fn(&str) -> Option<String>, name: &'static str) -> Result<Option<Duration>, ConfigError> {
+fn duration_var(
+    get: &impl Fn(&str) -> Option<String>,
+    name: &'static str,
+) -> Result<Option<Duration>, ConfigError> {
     match get(name) {
         None => Ok(None),
-        Some(v) => parse_go_duration(&v)
-            .map(Some)
-            .ok_or_else(|| ConfigError::Invalid {
-                name,
-                value: v,
-                expected: "a duration such as 100ms or 2s",
-            }),
+        Some(v) => parse_go_duration(&v).map(Some).ok_or(ConfigError::Invalid {
+            name,
+            value: v.clone(),
+            expected: "a duration such as 100ms or 2s",
+        }),
     }
 }
 
@@ -194,7 +197,10 @@ mod tests {
     use std::collections::HashMap;
 
     fn cfg(pairs: &[(&str, &str)]) -> Result<KubeletConfig, ConfigError> {
-        let m: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let m: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         KubeletConfig::from_env(move |k| m.get(k).cloned())
     }
 
@@ -202,8 +208,16 @@ mod tests {
     fn defaults_and_argo_rules() {
         assert_eq!(cfg(&[]), Err(ConfigError::NoHost));
         let c = cfg(&[("ARGO_KUBELET_HOST", "10.0.0.5"), ("ARGO_KUBELET_PORT", "0")]).unwrap();
-        assert_eq!((c.url(), c.insecure, c.exec_via), ("https://10.0.0.5:10250".into(), false, ExecVia::Kubelet));
-        assert_eq!(cfg(&[("ARGO_KUBELET_HOST", "h"), ("ARGO_KUBELET_PORT", "x")]).unwrap().port, 10250);
+        assert_eq!(
+            (c.url(), c.insecure, c.exec_via),
+            ("https://10.0.0.5:10250".into(), false, ExecVia::Kubelet)
+        );
+        assert_eq!(
+            cfg(&[("ARGO_KUBELET_HOST", "h"), ("ARGO_KUBELET_PORT", "x")])
+                .unwrap()
+                .port,
+            10250
+        );
         assert_eq!(c.verify_names(), ["10.0.0.5"]);
         let c = cfg(&[
             ("ARGO_KUBELET_HOST", "fd00::5"),
@@ -219,8 +233,19 @@ mod tests {
         assert_eq!(c.verify_names(), ["fd00::5", "node-a"]);
         assert!(c.insecure);
         assert_eq!(c.exec_via, ExecVia::ApiServer);
-        assert_eq!(c.poll, Poll { min: Duration::from_millis(10), max: Duration::from_secs(5) });
-        let c = cfg(&[("ARGO_KUBELET_HOST", "h"), ("ARGO_KUBELET_NODE_NAME", "n"), ("ARGO_KUBELET_SERVER_NAME", "kubelet.example")]).unwrap();
+        assert_eq!(
+            c.poll,
+            Poll {
+                min: Duration::from_millis(10),
+                max: Duration::from_secs(5)
+            }
+        );
+        let c = cfg(&[
+            ("ARGO_KUBELET_HOST", "h"),
+            ("ARGO_KUBELET_NODE_NAME", "n"),
+            ("ARGO_KUBELET_SERVER_NAME", "kubelet.example"),
+        ])
+        .unwrap();
         assert_eq!(c.verify_names(), ["kubelet.example"]);
         let e = cfg(&[("ARGO_KUBELET_HOST", "h"), ("ARGO_KUBELET_INSECURE", "yes")]).unwrap_err();
         assert!(e.to_string().contains("ARGO_KUBELET_INSECURE"), "{e}");

@@ -31,7 +31,9 @@ use argoexec_core::{ExecutorKind, PodPaths};
 use argoexec_kube::client::describe;
 use argoexec_kube::ops::{self, PodAccess};
 use argoexec_kube::{Endpoint, InClusterConfig, TlsPolicy, TokenSource};
-use argoexec_runtime::{Capabilities, ContainerExit, ErrorKind, OutputStream, RuntimeError, RuntimeExecutor, StreamKind};
+use argoexec_runtime::{
+    Capabilities, ContainerExit, ErrorKind, OutputStream, RuntimeError, RuntimeExecutor, StreamKind,
+};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{AttachParams, AttachedProcess, LogParams};
 use kube::core::kubelet_debug::KubeletDebugParams;
@@ -82,7 +84,12 @@ impl KubeletExecutor {
     /// # Errors
     /// `Fatal` when the token or CA bundle is unusable, or exec via the API server is asked
     /// for and no API server is configured.
-    pub fn new(config: KubeletConfig, paths: &PodPaths, namespace: &str, pod_name: &str) -> Result<Self, RuntimeError> {
+    pub fn new(
+        config: KubeletConfig,
+        paths: &PodPaths,
+        namespace: &str,
+        pod_name: &str,
+    ) -> Result<Self, RuntimeError> {
         let sa_dir = std::env::var_os(argoexec_kube::incluster::SERVICE_ACCOUNT_DIR_ENV)
             .map_or_else(|| paths.service_account_dir(), Into::into);
         let token = Arc::new(TokenSource::new(sa_dir.join("token")).map_err(|e| setup_err(e.to_string()))?);
@@ -157,10 +164,20 @@ impl KubeletExecutor {
     /// # Errors
     /// `NotFound` when the kubelet does not list it; the call's error otherwise.
     pub async fn own_pod(&self) -> Result<Pod, RuntimeError> {
-        let req = http::Request::get("/pods").body(Vec::new()).expect("static request");
+        let req = http::Request::get("/pods")
+            .body(Vec::new())
+            .expect("static request");
         let list: PodList = tokio::time::timeout(Duration::from_secs(60), self.kubelet.request(req))
             .await
-            .map_err(|_| RuntimeError::new(ErrorKind::Transient, KIND, "list pods of", "kubelet", format!("GET {}/pods: no answer in 60 s", self.url)))?
+            .map_err(|_| {
+                RuntimeError::new(
+                    ErrorKind::Transient,
+                    KIND,
+                    "list pods of",
+                    "kubelet",
+                    format!("GET {}/pods: no answer in 60 s", self.url),
+                )
+            })?
             .map_err(|e| self.error(&e, "list pods of", "kubelet", "GET /pods"))?;
         list.items
             .into_iter()
@@ -174,7 +191,10 @@ impl KubeletExecutor {
                     KIND,
                     "find pod on",
                     "kubelet",
-                    format!("GET {}/pods does not list {}/{}", self.url, self.namespace, self.pod_name),
+                    format!(
+                        "GET {}/pods does not list {}/{}",
+                        self.url, self.namespace, self.pod_name
+                    ),
                 )
             })
     }
@@ -207,7 +227,11 @@ impl PodAccess for KubeletExecutor {
         }
     }
 
-    async fn wait_terminated(&self, names: &[String], timeout: Duration) -> Result<Vec<String>, RuntimeError> {
+    async fn wait_terminated(
+        &self,
+        names: &[String],
+        timeout: Duration,
+    ) -> Result<Vec<String>, RuntimeError> {
         self.poll_until(names, Some(timeout), CancellationToken::new())
             .await
             .map(|(_, left)| left)
@@ -231,15 +255,27 @@ impl RuntimeExecutor for KubeletExecutor {
         ops::read_file(self, container, path).await
     }
 
-    async fn copy_file(&self, container: &str, src: &Path, dest: &Path, level: Option<u32>) -> Result<(), RuntimeError> {
+    async fn copy_file(
+        &self,
+        container: &str,
+        src: &Path,
+        dest: &Path,
+        level: Option<u32>,
+    ) -> Result<(), RuntimeError> {
         ops::copy_file(self, container, src, dest, level).await
     }
 
     async fn output_stream(&self, container: &str, kind: StreamKind) -> Result<OutputStream, RuntimeError> {
         if kind == StreamKind::Stdout {
-            tracing::warn!(container, "the kubelet's /containerLogs has stdout and stderr combined: the result includes stderr lines");
+            tracing::warn!(
+                container,
+                "the kubelet's /containerLogs has stdout and stderr combined: the result includes stderr lines"
+            );
         }
-        let call = format!("GET /containerLogs/{}/{}/{container}", self.namespace, self.pod_name);
+        let call = format!(
+            "GET /containerLogs/{}/{}/{container}",
+            self.namespace, self.pod_name
+        );
         let r = self
             .kubelet
             .kubelet_node_logs(&self.params(), container, &LogParams::default())
@@ -248,8 +284,14 @@ impl RuntimeExecutor for KubeletExecutor {
         Ok(Box::pin(r.compat()))
     }
 
-    async fn wait(&self, containers: &[String], cancel: CancellationToken) -> Result<Vec<ContainerExit>, RuntimeError> {
-        self.poll_until(containers, None, cancel).await.map(|(exits, _)| exits)
+    async fn wait(
+        &self,
+        containers: &[String],
+        cancel: CancellationToken,
+    ) -> Result<Vec<ContainerExit>, RuntimeError> {
+        self.poll_until(containers, None, cancel)
+            .await
+            .map(|(exits, _)| exits)
     }
 
     async fn kill(&self, containers: &[String], grace: Duration) -> Result<(), RuntimeError> {

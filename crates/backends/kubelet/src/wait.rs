@@ -48,7 +48,10 @@ impl KubeletExecutor {
                     tracing::trace!(pending = %e.describe_pending(), "waiting");
                     (e.exits, e.pending.into_iter().map(|(n, _)| n).collect::<Vec<_>>())
                 }
-                Err(e) if matches!(e.kind, ErrorKind::Transient | ErrorKind::NotFound) && failures < MAX_TRANSIENT_FAILURES => {
+                Err(e)
+                    if matches!(e.kind, ErrorKind::Transient | ErrorKind::NotFound)
+                        && failures < MAX_TRANSIENT_FAILURES =>
+                {
                     failures += 1;
                     tracing::debug!(error = %e, failures, "kubelet poll failed; retrying");
                     (Vec::new(), names.to_vec())

@@ -13,6 +13,10 @@ use serde_json::Value;
 
 /// The executors every end-to-end scenario runs with.
 pub const EXECUTORS: [&str; 2] = ["emissary", "docker"];
+/// The backends that reach containers through Kubernetes (outputs on volumes only).
+pub const KUBE_EXECUTORS: [&str; 2] = ["kubelet", "k8sapi"];
+/// Every built executor, for scenarios that keep their outputs on volumes.
+pub const ALL_EXECUTORS: [&str; 4] = ["emissary", "docker", "kubelet", "k8sapi"];
 
 const DOCKER: &str = "/usr/bin/docker";
 

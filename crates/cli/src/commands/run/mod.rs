@@ -27,6 +27,8 @@ use outcome::{Outcome, Phase};
 /// Where init and wait see the local artifact repository.
 pub const REPO_MOUNT: &str = "/argo/artifact-repository";
 const REPO_VOLUME: &str = "argoexec-artifacts";
+/// How long containers may outlive the wait container before the run deletes the pod.
+const SIDECAR_GRACE: Duration = Duration::from_secs(5);
 
 /// Output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -172,17 +174,32 @@ async fn execute(args: &Args) -> anyhow::Result<(Outcome, PathBuf)> {
     if let Some(dir) = &kubelet_ca {
         attach_host_dir(&mut pod, KUBELET_CA_VOLUME, dir, KUBELET_CA_MOUNT, &["wait"]);
     }
-    let pod_run = session::Session::start(server, &args.rbac, pod, plan.executor).await;
-    if let Some(dir) = &kubelet_ca {
-        let _ = std::fs::remove_dir_all(dir);
-    }
-    let pod_run = pod_run?;
+    // Removed when this function returns, however it returns.
+    let _ca_guard = kubelet_ca.as_ref().map(|d| RemoveDir(d.clone()));
+    let pod_run = session::Session::start(server, &args.rbac, pod, plan.executor).await?;
     let name = plan.pod_name.clone();
     let progress =
         (args.output == Output::Text).then(|| tokio::spawn(progress::follow(name, pod_run.status())));
 
+    // Like the controller, a step is over once wait has reported: sidecars the executor
+    // could not stop (a PID 1 without a SIGTERM handler cannot be signalled from inside
+    // its container) are stopped by deleting the pod after SIDECAR_GRACE.
+    let after_wait = async {
+        pod_run.wait_exited().await;
+        tokio::select! {
+            _ = pod_run.finished() => {}
+            () = tokio::time::sleep(SIDECAR_GRACE) => {
+                tracing::warn!(
+                    grace = ?SIDECAR_GRACE,
+                    "containers still running after the wait container finished; deleting the pod"
+                );
+                pod_run.stop(Duration::ZERO);
+            }
+        }
+        pod_run.finished().await
+    };
     let interrupted = tokio::select! {
-        _ = pod_run.finished() => false,
+        _ = after_wait => false,
         _ = interrupt() => true,
     };
     if interrupted {
@@ -198,6 +215,7 @@ async fn execute(args: &Args) -> anyhow::Result<(Outcome, PathBuf)> {
         let _ = p.await;
     }
     let report = pod_run.report();
+    let requests = pod_run.requests();
     tracing::info!(via = report.via, labels = ?report.completed_labels, "outputs read back from the node's API");
     if args.keep {
         let ids = pod_run.container_ids().await;
@@ -214,6 +232,7 @@ async fn execute(args: &Args) -> anyhow::Result<(Outcome, PathBuf)> {
     outcome.report_via = report.via;
     outcome.completed_labels = report.completed_labels;
     outcome.task_result = report.task_result;
+    outcome.requests = requests;
     if interrupted {
         outcome.phase = Phase::Error;
         outcome.message = Some("interrupted".into());
@@ -281,6 +300,15 @@ fn attach_host_dir(pod: &mut Pod, volume: &str, dir: &Path, mount: &str, contain
     }
 }
 
+/// Removes a directory on drop.
+struct RemoveDir(PathBuf);
+
+impl Drop for RemoveDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// Where the wait container finds a self-signed kubelet's CA bundle (`kubeletCAFile`).
 const KUBELET_CA_MOUNT: &str = "/var/run/argoexec-kubelet-ca";
 const KUBELET_CA_VOLUME: &str = "argoexec-kubelet-ca";
@@ -306,6 +334,8 @@ fn usage_error(args: &Args, e: &anyhow::Error) -> i32 {
             report_via: "none",
             completed_labels: Vec::new(),
             task_result: None,
+            containers: Vec::new(),
+            requests: Vec::new(),
         };
         println!("{}", outcome::to_json(&o, REPO_MOUNT, Path::new("/")));
     }

@@ -60,6 +60,10 @@ pub struct Outcome {
     pub completed_labels: Vec<String>,
     /// The task result's metadata, when the report came as one.
     pub task_result: Option<Value>,
+    /// Every container's end: `{name, exitCode, reason}` (init containers first).
+    pub containers: Vec<Value>,
+    /// The requests the pod's service account made to the node, by endpoint, verb, path.
+    pub requests: Vec<Value>,
 }
 
 /// Assess `status` given the main container names and the wait container's report.
@@ -98,6 +102,8 @@ pub fn assess(status: &PodStatus, mains: &[String], report: Option<(&Outputs, Op
         report_via: "none",
         completed_labels: Vec::new(),
         task_result: None,
+        containers: containers(status),
+        requests: Vec::new(),
     };
 
     for c in status.init_container_statuses.iter().flatten() {
@@ -194,7 +200,23 @@ pub fn to_json(o: &Outcome, repo_mount: &str, repo_host: &Path) -> Value {
         "exitCode": o.exit_code,
         "outputs": {"result": o.outputs.result, "parameters": params, "artifacts": arts},
         "report": {"via": o.report_via, "completedLabels": o.completed_labels, "taskResult": o.task_result},
+        "containers": o.containers,
+        "requests": o.requests,
     })
+}
+
+/// Every container's final state, init containers first.
+fn containers(status: &PodStatus) -> Vec<Value> {
+    status
+        .init_container_statuses
+        .iter()
+        .flatten()
+        .chain(status.container_statuses.iter().flatten())
+        .map(|c| {
+            let t = c.state.as_ref().and_then(|s| s.terminated.as_ref());
+            json!({"name": c.name, "exitCode": t.map(|t| t.exit_code), "reason": t.and_then(|t| t.reason.clone())})
+        })
+        .collect()
 }
 
 /// Where the local repository holds artifact `a` on the host, if it is there.

@@ -9,8 +9,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use argoexec_core::template::Outputs;
 use argoexec_core::ExecutorKind;
+use argoexec_core::template::Outputs;
 use argoexec_node_server::NodeServer;
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use serde_json::Value;
@@ -120,7 +120,12 @@ impl Session {
     ///
     /// # Errors
     /// RBAC files are bad, or the API refuses the pod.
-    pub async fn start(server: NodeServer, rbac: &[PathBuf], pod: Pod, executor: ExecutorKind) -> anyhow::Result<Self> {
+    pub async fn start(
+        server: NodeServer,
+        rbac: &[PathBuf],
+        pod: Pod,
+        executor: ExecutorKind,
+    ) -> anyhow::Result<Self> {
         let ns = pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
         let name = pod.metadata.name.clone().unwrap_or_default();
         let sa = pod
@@ -129,9 +134,10 @@ impl Session {
             .and_then(|s| s.service_account_name.clone())
             .unwrap_or_else(|| "default".into());
         if rbac.is_empty() {
-            server
-                .rbac()
-                .load_str(&default_rbac(&ns, &sa, executor), "argoexec run's default executor role")?;
+            server.rbac().load_str(
+                &default_rbac(&ns, &sa, executor),
+                "argoexec run's default executor role",
+            )?;
         }
         for dir in rbac {
             server.rbac().load_dir(dir)?;
@@ -202,6 +208,20 @@ impl Session {
         }
     }
 
+    /// Wait until the wait container has terminated (the step's outputs are reported).
+    pub async fn wait_exited(&self) {
+        let mut rx = self.status.clone();
+        let exited = |s: &PodStatus| {
+            s.container_statuses
+                .iter()
+                .flatten()
+                .any(|c| c.name == "wait" && c.state.as_ref().is_some_and(|st| st.terminated.is_some()))
+        };
+        if rx.wait_for(exited).await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
+
     /// Stop the pod like a deletion with `grace`.
     pub fn stop(&self, grace: Duration) {
         if let Some(s) = &self.server {
@@ -256,6 +276,18 @@ impl Session {
                 ..Default::default()
             },
         }
+    }
+
+    /// The requests made with the pod's tokens, as `{endpoint, verb, path, count}`.
+    pub fn requests(&self) -> Vec<Value> {
+        let Some(server) = &self.server else {
+            return Vec::new();
+        };
+        server
+            .counts(Some(&format!("{}/{}", self.ns, self.name)))
+            .into_iter()
+            .map(|r| serde_json::json!({"endpoint": r.call.endpoint, "verb": r.call.verb, "path": r.call.path, "count": r.count}))
+            .collect()
     }
 
     /// Docker IDs of the pod's containers.
