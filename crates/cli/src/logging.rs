@@ -1,5 +1,8 @@
 //! Logging set-up: `tracing` to stderr, text or JSON (`msg`, `level`, `time` keys like
-//! Argo's logrus output), level from `--loglevel` (or `RUST_LOG` when set).
+//! Argo's logrus output), level from `--loglevel` (or `RUST_LOG` when set). Text is coloured
+//! only when stderr is a terminal: container logs (`kubectl logs`) get plain lines.
+
+use std::io::IsTerminal;
 
 use tracing_subscriber::EnvFilter;
 
@@ -18,6 +21,7 @@ pub fn init(level: &str, format: Format) {
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_target(false);
     let _ = match format {
         Format::Text => builder.try_init(),

@@ -318,7 +318,7 @@ data:
         assert!(bad("  kubeletPort: \"99999\"").contains("kubeletPort"));
         assert!(bad("  kubeletInsecure: \"maybe\"").contains("kubeletInsecure"));
         assert!(bad("  kubeletExec: \"ssh\"").contains("kubeletExec"));
-        assert!(bad("  kubeletCAFile: \"\"").contains("kubeletCAFile"));
+        assert!(bad("  kubeletCAFile: \"[a]\"").contains("kubeletCAFile"));
         assert!(bad("  images: |\n    busybox: {args: [x]}").contains("images[busybox]"));
         assert!(bad("  config: \"- a list\"").contains("config"));
         let e = ControllerConfig::from_configmap_yaml("kind: Secret\n")

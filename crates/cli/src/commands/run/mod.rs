@@ -216,6 +216,7 @@ async fn execute(args: &Args) -> anyhow::Result<(Outcome, PathBuf)> {
     }
     let report = pod_run.report();
     let requests = pod_run.requests();
+    let seen = pod_run.terminations_seen();
     tracing::info!(via = report.via, labels = ?report.completed_labels, "outputs read back from the node's API");
     if args.keep {
         let ids = pod_run.container_ids().await;
@@ -233,6 +234,7 @@ async fn execute(args: &Args) -> anyhow::Result<(Outcome, PathBuf)> {
     outcome.completed_labels = report.completed_labels;
     outcome.task_result = report.task_result;
     outcome.requests = requests;
+    outcome.terminated_seen = seen;
     if interrupted {
         outcome.phase = Phase::Error;
         outcome.message = Some("interrupted".into());
@@ -336,6 +338,7 @@ fn usage_error(args: &Args, e: &anyhow::Error) -> i32 {
             task_result: None,
             containers: Vec::new(),
             requests: Vec::new(),
+            terminated_seen: Default::default(),
         };
         println!("{}", outcome::to_json(&o, REPO_MOUNT, Path::new("/")));
     }

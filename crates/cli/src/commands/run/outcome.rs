@@ -64,6 +64,9 @@ pub struct Outcome {
     pub containers: Vec<Value>,
     /// The requests the pod's service account made to the node, by endpoint, verb, path.
     pub requests: Vec<Value>,
+    /// When the node's API first showed each container terminated (Unix nanoseconds): the
+    /// "status change" the wait-notice benchmark measures from.
+    pub terminated_seen: std::collections::BTreeMap<String, u128>,
 }
 
 /// Assess `status` given the main container names and the wait container's report.
@@ -104,6 +107,7 @@ pub fn assess(status: &PodStatus, mains: &[String], report: Option<(&Outputs, Op
         task_result: None,
         containers: containers(status),
         requests: Vec::new(),
+        terminated_seen: Default::default(),
     };
 
     for c in status.init_container_statuses.iter().flatten() {
@@ -202,6 +206,7 @@ pub fn to_json(o: &Outcome, repo_mount: &str, repo_host: &Path) -> Value {
         "report": {"via": o.report_via, "completedLabels": o.completed_labels, "taskResult": o.task_result},
         "containers": o.containers,
         "requests": o.requests,
+        "terminatedSeenUnixNanos": o.terminated_seen,
     })
 }
 

@@ -5,6 +5,7 @@
 //! from the API objects: the `WorkflowTaskResult` named after the node ID, else the pod's
 //! `workflows.argoproj.io/outputs` annotation (the fallback when RBAC forbids task results).
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -111,6 +112,7 @@ pub struct Session {
     name: String,
     status: watch::Receiver<PodStatus>,
     labels: Arc<Mutex<Vec<String>>>,
+    seen: Arc<Mutex<BTreeMap<String, u128>>>,
     node_id: String,
 }
 
@@ -156,7 +158,14 @@ impl Session {
         let first: PodStatus = serde_json::from_value(created["status"].clone()).unwrap_or_default();
         let (tx, status) = watch::channel(first);
         let labels = Arc::new(Mutex::new(Vec::new()));
-        let (l2, ns2, name2, id2) = (labels.clone(), ns.clone(), name.clone(), node_id.clone());
+        let seen = Arc::new(Mutex::new(BTreeMap::new()));
+        let (l2, ns2, name2, id2, seen2) = (
+            labels.clone(),
+            ns.clone(),
+            name.clone(),
+            node_id.clone(),
+            seen.clone(),
+        );
         tokio::spawn(async move {
             while let Ok(ev) = events.recv().await {
                 let o = &ev.object;
@@ -166,6 +175,7 @@ impl Session {
                 match o["kind"].as_str() {
                     Some("Pod") if o["metadata"]["name"] == name2.as_str() => {
                         if let Ok(s) = serde_json::from_value::<PodStatus>(o["status"].clone()) {
+                            record_terminations(&seen2, &s);
                             let _ = tx.send(s);
                         }
                     }
@@ -189,8 +199,14 @@ impl Session {
             name,
             status,
             labels,
+            seen,
             node_id,
         })
+    }
+
+    /// When the node's API first showed each container terminated (Unix nanoseconds).
+    pub fn terminations_seen(&self) -> BTreeMap<String, u128> {
+        self.seen.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// A subscription to the pod's status.
@@ -319,6 +335,25 @@ impl Session {
     /// The node's message when the pod could not even start (e.g. an image is missing).
     pub fn start_failure(status: &PodStatus) -> Option<String> {
         (status.reason.as_deref() == Some("NodeError")).then(|| status.message.clone().unwrap_or_default())
+    }
+}
+
+/// Note the time of every container's first terminated status.
+fn record_terminations(seen: &Mutex<BTreeMap<String, u128>>, s: &PodStatus) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let mut m = seen.lock().unwrap_or_else(|p| p.into_inner());
+    for c in s
+        .container_statuses
+        .iter()
+        .flatten()
+        .chain(s.init_container_statuses.iter().flatten())
+    {
+        if c.state.as_ref().is_some_and(|st| st.terminated.is_some()) {
+            m.entry(c.name.clone()).or_insert(now);
+        }
     }
 }
 

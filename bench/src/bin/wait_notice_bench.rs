@@ -1,0 +1,236 @@
+//! Main exit → wait notices, per backend, and the API/kubelet requests of one step.
+//!
+//! For each executor, runs `argoexec run --keep` N times (default 50) on a step whose main
+//! sleeps 0.3 s and writes a volume output, then takes the main container's exit time
+//! (Docker's `State.FinishedAt`, nanoseconds) and the wait container's log line "main
+//! containers terminated" (its timestamp, microseconds) — both from the same host clock —
+//! and prints p50/p99 of the difference, with the goal from issue 7 (k8sapi ≤ 20 ms,
+//! kubelet ≤ 250 ms) and the requests per step by endpoint and verb. Two figures: from the
+//! exit (includes the local node's own propagation, Docker event → pod status) and from the
+//! status change (when `argoexec run` saw the node's API show main terminated,
+//! `terminatedSeenUnixNanos`): the latter is what the backend itself adds.
+//!
+//! Usage: `wait_notice_bench [ARGOEXEC_BINARY] [N] [EXECUTORS…]` (default
+//! `target/release/argoexec`, 50, `kubelet k8sapi emissary docker`).
+
+use std::collections::BTreeMap;
+use std::process::Command;
+
+use serde_json::Value;
+
+const STEP: &str = r#"apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {generateName: notice-}
+spec:
+  entrypoint: main
+  templates:
+    - name: main
+      volumes: [{name: v, emptyDir: {}}]
+      container:
+        image: busybox
+        command: [sh, -c]
+        args: ["sleep 0.3; echo -n x > /v/x"]
+        volumeMounts: [{name: v, mountPath: /v}]
+      outputs:
+        parameters: [{name: x, valueFrom: {path: /v/x}}]
+"#;
+
+fn docker() -> &'static str {
+    if std::path::Path::new("/usr/bin/docker").exists() {
+        "/usr/bin/docker"
+    } else {
+        "docker"
+    }
+}
+
+/// Nanoseconds since the epoch of an RFC 3339 UTC timestamp (`…T…[.frac]Z`).
+fn parse_ts(s: &str) -> Option<i128> {
+    let s = s.trim().trim_end_matches('Z');
+    let (date, time) = s.split_once('T')?;
+    let mut d = date.split('-').map(|x| x.parse::<i64>().ok());
+    let (y, m, dd) = (d.next()??, d.next()??, d.next()??);
+    let (hms, frac) = time.split_once('.').unwrap_or((time, "0"));
+    let mut t = hms.split(':').map(|x| x.parse::<i64>().ok());
+    let (h, mi, se) = (t.next()??, t.next()??, t.next()??);
+    // Days from civil (H. Hinnant).
+    let y2 = if m <= 2 { y - 1 } else { y };
+    let era = y2.div_euclid(400);
+    let yoe = y2 - era * 400;
+    let doy = (153 * (m + if m > 2 { -3 } else { 9 }) + 2) / 5 + dd - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let secs = days * 86_400 + h * 3600 + mi * 60 + se;
+    let digits: String = frac.chars().take_while(char::is_ascii_digit).take(9).collect();
+    let nanos = format!("{digits:0<9}").parse::<i64>().ok()?;
+    Some(i128::from(secs) * 1_000_000_000 + i128::from(nanos))
+}
+
+struct Sample {
+    notice_ms: f64,
+    after_status_ms: f64,
+    requests: BTreeMap<String, u64>,
+}
+
+fn one(bin: &str, executor: &str, wf: &std::path::Path) -> Result<Sample, String> {
+    let out = Command::new(bin)
+        .args(["run", "--keep", "-o", "json", "--executor", executor])
+        .arg(wf)
+        .output()
+        .map_err(|e| e.to_string())?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let ids: Vec<String> = stderr
+        .lines()
+        .find_map(|l| l.split_once("containers kept: ").map(|(_, r)| r.to_string()))
+        .ok_or("no kept containers")?
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    let result = (|| {
+        let json: Value = serde_json::from_slice(&out.stdout).map_err(|e| e.to_string())?;
+        if json["phase"] != "Succeeded" {
+            return Err(format!("step {}: {}", json["phase"], json["message"]));
+        }
+        let mut finished = None;
+        let mut noticed = None;
+        for id in &ids {
+            let i = Command::new(docker())
+                .args(["inspect", id])
+                .output()
+                .map_err(|e| e.to_string())?;
+            let v: Value = serde_json::from_slice(&i.stdout).map_err(|e| e.to_string())?;
+            let name = v[0]["Config"]["Labels"]["io.kubernetes.container.name"]
+                .as_str()
+                .unwrap_or("");
+            if name == "main" {
+                finished = v[0]["State"]["FinishedAt"].as_str().and_then(parse_ts);
+            } else if name == "wait" {
+                let logs = Command::new(docker())
+                    .args(["logs", id])
+                    .output()
+                    .map_err(|e| e.to_string())?;
+                let text = String::from_utf8_lossy(&logs.stdout).to_string()
+                    + &String::from_utf8_lossy(&logs.stderr);
+                noticed = text
+                    .lines()
+                    .find(|l| l.contains("main containers terminated"))
+                    .and_then(|l| l.split_whitespace().next())
+                    .and_then(parse_ts);
+            }
+        }
+        let (f, n) = (
+            finished.ok_or("no main exit time")?,
+            noticed.ok_or("no notice line in wait's log")?,
+        );
+        let mut requests = BTreeMap::new();
+        for r in json["requests"].as_array().into_iter().flatten() {
+            let key = format!(
+                "{} {}",
+                r["endpoint"].as_str().unwrap_or(""),
+                r["verb"].as_str().unwrap_or("")
+            );
+            *requests.entry(key).or_default() += r["count"].as_u64().unwrap_or(0);
+        }
+        let status = json["terminatedSeenUnixNanos"]["main"]
+            .as_u64()
+            .ok_or("no status-change time")?;
+        Ok(Sample {
+            notice_ms: (n - f) as f64 / 1e6,
+            after_status_ms: (n - i128::from(status)) as f64 / 1e6,
+            requests,
+        })
+    })();
+    let _ = Command::new(docker()).args(["rm", "-f"]).args(&ids).output();
+    result
+}
+
+fn pct(v: &[f64], p: f64) -> f64 {
+    let i = ((v.len() as f64 - 1.0) * p).round() as usize;
+    v[i.min(v.len() - 1)]
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let bin = args.next().unwrap_or_else(|| "target/release/argoexec".into());
+    let n: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(50);
+    let mut executors: Vec<String> = args.collect();
+    if executors.is_empty() {
+        executors = ["kubelet", "k8sapi", "emissary", "docker"]
+            .map(String::from)
+            .to_vec();
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let wf = dir.path().join("wf.yaml");
+    std::fs::write(&wf, STEP).expect("write workflow");
+    println!("main exit → wait notices, {n} runs per executor (main sleeps 0.3 s)\n");
+    println!(
+        "| executor | from exit p50 / p99 ms | from status change p50 / p99 ms | goal | requests per step (mean) |"
+    );
+    println!("|---|---|---|---|---|");
+    for ex in &executors {
+        let mut lat = Vec::new();
+        let mut after = Vec::new();
+        let mut totals: BTreeMap<String, u64> = BTreeMap::new();
+        let mut errors = 0;
+        for _ in 0..n {
+            match one(&bin, ex, &wf) {
+                Ok(s) => {
+                    lat.push(s.notice_ms);
+                    after.push(s.after_status_ms);
+                    for (k, c) in s.requests {
+                        *totals.entry(k).or_default() += c;
+                    }
+                }
+                Err(e) => {
+                    errors += 1;
+                    eprintln!("{ex}: {e}");
+                }
+            }
+        }
+        if lat.is_empty() {
+            println!("| {ex} | – | – | – | – | all {errors} runs failed |");
+            continue;
+        }
+        lat.sort_by(f64::total_cmp);
+        after.sort_by(f64::total_cmp);
+        let goal = match ex.as_str() {
+            "k8sapi" => "≤ 20 ms",
+            "kubelet" => "≤ 250 ms",
+            _ => "(baseline)",
+        };
+        let reqs = totals
+            .iter()
+            .map(|(k, c)| format!("{k}: {:.1}", *c as f64 / lat.len() as f64))
+            .collect::<Vec<_>>()
+            .join(", ");
+        println!(
+            "| {ex} | {:.1} / {:.1} | {:.1} / {:.1} | {goal} | {} |{}",
+            pct(&lat, 0.5),
+            pct(&lat, 0.99),
+            pct(&after, 0.5),
+            pct(&after, 0.99),
+            if reqs.is_empty() { "none" } else { &reqs },
+            if errors > 0 {
+                format!(" ({errors} failed runs)")
+            } else {
+                String::new()
+            }
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_ts;
+
+    #[test]
+    fn timestamps() {
+        assert_eq!(parse_ts("1970-01-01T00:00:01.5Z"), Some(1_500_000_000));
+        let a = parse_ts("2026-12-02T21:10:00.123456789Z").unwrap();
+        let b = parse_ts("2026-12-02T21:10:00.123457Z").unwrap();
+        assert_eq!(b - a, 211);
+        assert_eq!(
+            parse_ts("2000-03-01T00:00:00Z"),
+            Some(951_868_800 * 1_000_000_000)
+        );
+    }
+}
