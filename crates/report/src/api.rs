@@ -8,7 +8,8 @@
 //!   label `"true"` (v3.5 `ReportOutputs` + `FinalizeOutput` in one write).
 //!
 //! Upsert = `POST` the collection; on 409 AlreadyExists, `PATCH` the item with
-//! `application/merge-patch+json`. Each upsert is retried as a whole with
+//! `application/merge-patch+json`. Once this reporter has written the object, the next
+//! upsert patches directly (404 → create), so the handshake costs two writes, not three. Each upsert is retried as a whole with
 //! [`Backoff::TASK_RESULT`] on transient failures ([`crate::retry`]); each request has a
 //! time-out. On 403 Forbidden (the service account may not write task results) `report`
 //! merge-patches the pod's `workflows.argoproj.io/outputs` (and `progress`) annotations
@@ -39,6 +40,9 @@ pub struct ApiReporter {
     target: TaskResultTarget,
     backoff: Backoff,
     request_timeout: Duration,
+    /// This reporter created or patched the task result already: the next write patches
+    /// first (one request instead of create → 409 → patch).
+    exists: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for ApiReporter {
@@ -85,6 +89,7 @@ impl ApiReporter {
             target,
             backoff: Backoff::TASK_RESULT,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            exists: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -112,7 +117,19 @@ impl ApiReporter {
         let object = self.target.describe();
         let (collection, item) = (self.target.collection_path(), self.target.item_path());
         let (create, patch, object, collection, item) = (&create, &patch, &object, &collection, &item);
-        retry(&self.backoff, "write the task result", move || async move {
+        let known = self.exists.load(std::sync::atomic::Ordering::Relaxed);
+        let done = retry(&self.backoff, "write the task result", move || async move {
+            if known {
+                match self
+                    .send(Method::PATCH, item, MERGE_PATCH, patch.clone(), "patch", object)
+                    .await
+                {
+                    Ok(()) => return Ok(Upserted::Patched),
+                    // Deleted meanwhile: create it again below.
+                    Err(ReportError::Api { code: 404, .. }) => {}
+                    Err(e) => return Err(e),
+                }
+            }
             let created = self
                 .send(
                     Method::POST,
@@ -132,7 +149,11 @@ impl ApiReporter {
                 Err(e) => Err(e),
             }
         })
-        .await
+        .await;
+        if done.is_ok() {
+            self.exists.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        done
     }
 
     /// The fallback: merge-patch the pod's annotations.

@@ -201,8 +201,12 @@ async fn handshake_create_then_patch_on_conflict() {
     r.report(&result()).await.unwrap();
 
     let seen = server.seen.lock().unwrap().clone();
-    assert_eq!(seen.len(), 3, "{seen:#?}");
-    let (start, create, patch) = (&seen[0], &seen[1], &seen[2]);
+    assert_eq!(
+        seen.len(),
+        2,
+        "start creates, report patches what it created: {seen:#?}"
+    );
+    let (start, patch) = (&seen[0], &seen[1]);
     assert_eq!((start.method.as_str(), start.path.as_str()), ("POST", TR));
     assert_eq!(start.content_type, "application/json");
     assert_eq!(start.auth, "Bearer tok-1");
@@ -213,11 +217,7 @@ async fn handshake_create_then_patch_on_conflict() {
         json!({"workflows.argoproj.io/workflow": "wf", "workflows.argoproj.io/report-outputs-completed": "false"})
     );
     assert_eq!(start.body["metadata"]["ownerReferences"][0]["kind"], "Workflow");
-    assert_eq!(create.auth, "Bearer tok-2", "the rotated token is used at once");
-    assert_eq!(
-        create.body["metadata"]["labels"]["workflows.argoproj.io/report-outputs-completed"],
-        "true"
-    );
+    assert_eq!(patch.auth, "Bearer tok-2", "the rotated token is used at once");
     assert_eq!(
         (patch.method.as_str(), patch.path.as_str()),
         ("PATCH", &*format!("{TR}/wf-1"))
@@ -229,6 +229,20 @@ async fn handshake_create_then_patch_on_conflict() {
         patch.body["metadata"]["labels"]["workflows.argoproj.io/report-outputs-completed"],
         "true"
     );
+
+    // A reporter that did not write it (e.g. a restarted wait) creates, meets 409, patches.
+    let r2 = reporter(server.addr, &sa, &[("ARGO_WORKFLOW_UID", "wf-uid")]);
+    r2.report(&result()).await.unwrap();
+    let seen = server.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 4, "{seen:#?}");
+    let (create, patch) = (&seen[2], &seen[3]);
+    assert_eq!((create.method.as_str(), create.path.as_str()), ("POST", TR));
+    assert_eq!(
+        create.body["metadata"]["labels"]["workflows.argoproj.io/report-outputs-completed"],
+        "true"
+    );
+    assert_eq!(patch.method, "PATCH");
+    assert_eq!(patch.body["outputs"], json!({"result": "hello", "exitCode": "0"}));
 }
 
 #[tokio::test]
