@@ -185,7 +185,10 @@ async fn execute(args: &Args) -> anyhow::Result<(Outcome, PathBuf)> {
     // could not stop (a PID 1 without a SIGTERM handler cannot be signalled from inside
     // its container) are stopped by deleting the pod after SIDECAR_GRACE.
     let after_wait = async {
-        pod_run.wait_exited().await;
+        tokio::select! {
+            _ = pod_run.finished() => return,
+            () = pod_run.wait_exited() => {}
+        }
         tokio::select! {
             _ = pod_run.finished() => {}
             () = tokio::time::sleep(SIDECAR_GRACE) => {
@@ -196,7 +199,6 @@ async fn execute(args: &Args) -> anyhow::Result<(Outcome, PathBuf)> {
                 pod_run.stop(Duration::ZERO);
             }
         }
-        pod_run.finished().await
     };
     let interrupted = tokio::select! {
         _ = after_wait => false,
