@@ -15,6 +15,7 @@ mod extract;
 pub mod pgzip;
 mod safety;
 mod tree;
+mod tree_at;
 mod unpack;
 mod write;
 mod zipfmt;
@@ -25,7 +26,8 @@ pub use extract::{extract_tar, extract_tar_gz};
 pub use pgzip::{GzipOptions, ParallelGzWriter};
 pub use safety::sanitize_entry_path;
 pub use unpack::{Strategy, unpack_input};
-pub use write::{write_tar, write_tar_gz, write_tar_gz_with};
+pub use tree_at::open_in_root;
+pub use write::{write_tar, write_tar_gz, write_tar_gz_in_root, write_tar_gz_with};
 pub use zipfmt::{extract_zip, write_zip};
 
 /// Map an Argo gzip level to a flate2 level: `None` or any negative value (Argo's -1) is the

@@ -1,6 +1,7 @@
 //! Walking a source file or directory in archive order: resolving `src` to an absolute path,
 //! naming the top-level entry `basename(src)`, and visiting children sorted by name.
-//! Shared by the tar and zip writers so both produce the same layout.
+//! Shared by the tar and zip writers so both produce the same layout; [`crate::tree_at`]
+//! produces the same nodes from inside another root directory.
 
 use std::fs;
 use std::path::{Component, Path, PathBuf};
@@ -9,8 +10,8 @@ use crate::ArchiveError;
 
 /// What a visited path is.
 pub(crate) enum Kind {
-    /// A regular file of this many bytes.
-    File(u64),
+    /// A regular file of this many bytes, opened by the walker (without following links).
+    File(u64, fs::File),
     /// A directory (its children follow it).
     Dir,
     /// A symbolic link with this target (never followed).
@@ -61,6 +62,17 @@ pub(crate) fn resolve(src: &Path) -> Result<(PathBuf, PathBuf), ArchiveError> {
     }
 }
 
+/// Open a regular file for reading, refusing a symlink swapped in since the stat and not
+/// blocking on a fifo swapped in either.
+fn open_nofollow(path: &Path) -> Result<fs::File, ArchiveError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| ArchiveError::io("open", path, e))
+}
+
 /// Visit `src` and (for a directory) everything below it, parents before children, children
 /// sorted by name. Sockets, fifos and devices are skipped with a warning.
 pub(crate) fn walk(
@@ -83,7 +95,7 @@ fn walk_at(
     } else if ft.is_dir() {
         Kind::Dir
     } else if ft.is_file() {
-        Kind::File(meta.len())
+        Kind::File(meta.len(), open_nofollow(path)?)
     } else {
         tracing::warn!(path = %path.display(), "skipping a socket, fifo or device while archiving");
         return Ok(());

@@ -6,11 +6,13 @@
 
 use std::fs;
 use std::io::{self, BufReader, Read, Write};
+use std::os::fd::BorrowedFd;
 use std::path::Path;
 
 use crate::ArchiveError;
 use crate::pgzip::{GzipOptions, ParallelGzWriter};
 use crate::tree::{self, Kind, Node};
+use crate::tree_at;
 
 /// Counts the bytes passing through.
 struct Counting<W> {
@@ -81,10 +83,9 @@ fn append_node<W: Write>(b: &mut tar::Builder<W>, node: Node<'_>) -> Result<(), 
             h.set_size(0);
             b.append_link(&mut h, node.name, &target).map_err(err)
         }
-        Kind::File(len) => {
+        Kind::File(len, file) => {
             h.set_entry_type(tar::EntryType::Regular);
             h.set_size(len);
-            let file = fs::File::open(node.path).map_err(|e| ArchiveError::io("open", node.path, e))?;
             let data = ExactSize {
                 file,
                 left: len,
@@ -102,8 +103,14 @@ fn append_node<W: Write>(b: &mut tar::Builder<W>, node: Node<'_>) -> Result<(), 
 /// # Errors
 /// [`ArchiveError::NotFound`] when `src` is missing, otherwise [`ArchiveError::Io`].
 pub fn write_tar<W: Write>(src: &Path, out: W) -> Result<u64, ArchiveError> {
+    tar_of(src, out, &mut |src, visit| tree::walk(src, visit))
+}
+
+type Walker<'w> = dyn FnMut(&Path, &mut dyn FnMut(Node<'_>) -> Result<(), ArchiveError>) -> Result<(), ArchiveError> + 'w;
+
+fn tar_of<W: Write>(src: &Path, out: W, walk: &mut Walker<'_>) -> Result<u64, ArchiveError> {
     let mut b = tar::Builder::new(Counting { inner: out, n: 0 });
-    tree::walk(src, &mut |node| append_node(&mut b, node))?;
+    walk(src, &mut |node| append_node(&mut b, node))?;
     let mut c = b
         .into_inner()
         .map_err(|e| ArchiveError::io("finish tar of", src, e))?;
@@ -135,8 +142,42 @@ pub fn write_tar_gz_with<W: Write + Send>(
 ) -> Result<u64, ArchiveError> {
     // Resolve first so a missing source is NotFound before any thread starts.
     tree::resolve(src)?;
+    gz_of(src, out, opts, &mut |src, visit| tree::walk(src, visit))
+}
+
+/// [`write_tar_gz_with`] for a `src` inside another root directory (`root`, e.g. a held
+/// `/proc/<pid>/root` handle): `src` and the symlinks on its way resolve as they would inside
+/// that root (`openat2(RESOLVE_IN_ROOT)`), never escaping it; the layout is the same.
+///
+/// # Errors
+/// As [`write_tar`]; [`ArchiveError::NotFound`] when `src` is missing inside `root`.
+pub fn write_tar_gz_in_root<W: Write + Send>(
+    root: BorrowedFd<'_>,
+    src: &Path,
+    out: W,
+    opts: &GzipOptions,
+) -> Result<u64, ArchiveError> {
+    let clean = tree_at::clean(src);
+    let parent = clean.parent().unwrap_or(Path::new("/"));
+    // Fail with NotFound before any compression thread starts.
+    let dir = tree_at::open_in_root(root, parent, rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY)?;
+    if let Some(base) = clean.file_name() {
+        rustix::fs::statat(&dir, base, rustix::fs::AtFlags::SYMLINK_NOFOLLOW).map_err(|e| match e {
+            rustix::io::Errno::NOENT => ArchiveError::NotFound { path: src.to_path_buf() },
+            e => ArchiveError::io("stat", src, e.into()),
+        })?;
+    }
+    gz_of(src, out, opts, &mut |src, visit| tree_at::walk_in_root(root, src, visit))
+}
+
+fn gz_of<W: Write + Send>(
+    src: &Path,
+    out: W,
+    opts: &GzipOptions,
+    walk: &mut Walker<'_>,
+) -> Result<u64, ArchiveError> {
     let mut gz = ParallelGzWriter::new(out, *opts);
-    let n = write_tar(src, &mut gz)?;
+    let n = tar_of(src, &mut gz, walk)?;
     let mut inner = gz
         .finish()
         .map_err(|e| ArchiveError::io("compress archive of", src, e))?;

@@ -100,10 +100,9 @@ fn add<W: Write + Seek>(z: &mut zip::ZipWriter<W>, node: Node<'_>, dest: &Path) 
     match node.kind {
         Kind::Symlink(target) => z.add_symlink(name, target.to_string_lossy(), opts).map_err(zerr),
         Kind::Dir => z.add_directory(format!("{name}/"), opts).map_err(zerr),
-        Kind::File(len) => {
+        Kind::File(len, mut f) => {
             z.start_file(name, opts.large_file(len >= u64::from(u32::MAX)))
                 .map_err(zerr)?;
-            let mut f = fs::File::open(node.path).map_err(|e| ArchiveError::io("open", node.path, e))?;
             std::io::copy(&mut f, z).map_err(|e| ArchiveError::io("zip", node.path, e))?;
             Ok(())
         }

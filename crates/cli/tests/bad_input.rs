@@ -70,10 +70,11 @@ fn unknown_and_unbuilt_executors() {
             ("ARGO_POD_NAME", "p"),
             ("ARGO_TEMPLATE", "{}"),
             ("ARGO_CONTAINER_RUNTIME_EXECUTOR", "pns"),
+            ("ARGOEXEC_PNS_PROC", "/nonexistent-proc"),
         ],
     );
     assert_eq!(code, 64);
-    assert!(log.contains("pns executor is not built yet"), "{log}");
+    assert!(log.contains("cannot list /nonexistent-proc"), "{log}");
 }
 
 #[test]

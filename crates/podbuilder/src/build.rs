@@ -10,7 +10,8 @@
 //!   node name), plus `ARGO_KUBELET_SERVER_NAME` / `ARGO_KUBELET_CA_FILE` /
 //!   `ARGOEXEC_KUBELET_EXEC` from the argoexec-rs keys `kubeletServerName` / `kubeletCAFile` /
 //!   `kubeletExec`;
-//! - pns: `shareProcessNamespace` and `SYS_PTRACE` + `SYS_CHROOT` on wait;
+//! - pns: `shareProcessNamespace` and `SYS_PTRACE` on wait (no `SYS_CHROOT`: the pns
+//!   backend reads through a held root handle instead of `chroot`);
 //! - emissary: every non-wait container's command becomes
 //!   `/var/run/argo/argoexec emissary -- <command…>`, the command looked up in `images` when
 //!   the template has none.
@@ -306,7 +307,7 @@ pub fn build_pod(
         let mut caps = sc.capabilities.clone().unwrap_or_default();
         caps.add
             .get_or_insert_with(Vec::new)
-            .extend(["SYS_PTRACE".to_string(), "SYS_CHROOT".to_string()]);
+            .push("SYS_PTRACE".to_string());
         sc.capabilities = Some(caps);
         wait.security_context = Some(sc);
     }

@@ -156,7 +156,7 @@ fn pns_kubelet_deltas() {
         .add
         .clone()
         .unwrap();
-    assert_eq!(caps, ["SYS_PTRACE", "SYS_CHROOT"]);
+    assert_eq!(caps, ["SYS_PTRACE"]);
     assert_eq!(
         ctr(&p, "main").command.as_ref().unwrap(),
         &["sh"],

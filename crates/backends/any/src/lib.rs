@@ -1,8 +1,7 @@
 //! Backend selection by name: [`AnyRuntime`], one enum over every built backend.
 //!
-//! The binary holds this enum (no `dyn`), and it implements the seam by matching. Backends
-//! that are not built yet answer [`select`] with a clear [`SelectError::NotBuilt`], naming
-//! the executor and what works instead.
+//! The binary holds this enum (no `dyn`), and it implements the seam by matching. All five
+//! of Argo v3.3's executors are built.
 
 use std::path::Path;
 use std::time::Duration;
@@ -11,6 +10,7 @@ use argoexec_backend_docker::DockerExecutor;
 use argoexec_backend_emissary::EmissaryExecutor;
 use argoexec_backend_k8sapi::K8sApiExecutor;
 use argoexec_backend_kubelet::{KubeletConfig, KubeletExecutor};
+use argoexec_backend_pns::PnsExecutor;
 use argoexec_core::{ExecutorEnv, ExecutorKind, PodPaths};
 use argoexec_runtime::{
     Capabilities, ContainerExit, OutputStream, RuntimeError, RuntimeExecutor, StreamKind,
@@ -20,11 +20,6 @@ use tokio_util::sync::CancellationToken;
 /// Why no backend could be chosen.
 #[derive(Debug, thiserror::Error)]
 pub enum SelectError {
-    /// The backend exists in Argo but not (yet) in this build.
-    #[error(
-        "the {0} executor is not built yet in this version of argoexec-rs; use emissary, docker, kubelet or k8sapi"
-    )]
-    NotBuilt(ExecutorKind),
     /// The backend could not be set up (e.g. the Docker socket does not answer).
     #[error(transparent)]
     Setup(#[from] RuntimeError),
@@ -44,6 +39,8 @@ pub enum AnyRuntime {
     Kubelet(Box<KubeletExecutor>),
     /// The k8sapi backend.
     K8sApi(K8sApiExecutor),
+    /// The pns backend.
+    Pns(PnsExecutor),
 }
 
 /// Choose and set up the backend for `kind`. The docker backend connects to
@@ -51,8 +48,7 @@ pub enum AnyRuntime {
 /// `env.namespace` (default `default`) and `env.pod_name`.
 ///
 /// # Errors
-/// [`SelectError::NotBuilt`] for backends this build lacks, [`SelectError::Setup`] when the
-/// backend cannot start.
+/// [`SelectError::Setup`] when the backend cannot start.
 pub async fn select(
     kind: ExecutorKind,
     env: &ExecutorEnv,
@@ -85,7 +81,10 @@ pub async fn select(
             let ns = env.namespace.as_deref().unwrap_or("default");
             Ok(AnyRuntime::K8sApi(K8sApiExecutor::new(paths, ns, &env.pod_name)?))
         }
-        other => Err(SelectError::NotBuilt(other)),
+        ExecutorKind::Pns => {
+            let ns = env.namespace.as_deref().unwrap_or("default");
+            Ok(AnyRuntime::Pns(PnsExecutor::new(paths, ns, &env.pod_name)?))
+        }
     }
 }
 
@@ -96,6 +95,7 @@ macro_rules! dispatch {
             AnyRuntime::Docker($r) => $e,
             AnyRuntime::Kubelet($r) => $e,
             AnyRuntime::K8sApi($r) => $e,
+            AnyRuntime::Pns($r) => $e,
         }
     };
 }
@@ -142,14 +142,12 @@ mod tests {
     use super::*;
 
     #[tokio::test]
-    async fn unbuilt_backends_say_so() {
+    async fn emissary_needs_nothing_to_start() {
         let p = PodPaths::default();
         let env = ExecutorEnv::parse(|k| (k == "ARGO_POD_NAME").then(|| "p".to_string())).unwrap();
         assert!(matches!(
             select(ExecutorKind::Emissary, &env, &p).await,
             Ok(AnyRuntime::Emissary(_))
         ));
-        let e = select(ExecutorKind::Pns, &env, &p).await.unwrap_err().to_string();
-        assert!(e.contains("pns") && e.contains("not built yet"), "{e}");
     }
 }

@@ -119,11 +119,6 @@ async fn execute(args: &Args) -> anyhow::Result<(Outcome, PathBuf)> {
         parameters: &args.parameters,
         random_name: true,
     })?;
-    if plan.executor == ExecutorKind::Pns {
-        anyhow::bail!(
-            "the pns executor is not built yet in this version of argoexec-rs; use --executor emissary, docker, kubelet or k8sapi"
-        );
-    }
     let repo = artifacts_dir(args.artifacts.as_deref(), &plan.pod_name)?;
     let key = format!("{REPO_MOUNT}/{}/{}", plan.wf.meta.name, plan.pod_name);
     let arch = plan
