@@ -11,7 +11,7 @@
 
 mod run_support;
 
-use run_support::{KUBE_EXECUTORS, RunResult, docker_available, example, run_file, run_yaml};
+use run_support::{only, KUBE_EXECUTORS, RunResult, docker_available, example, run_file, run_yaml};
 
 fn wf(name: &str, template: &str) -> String {
     format!(
@@ -54,7 +54,7 @@ fn volume_examples_succeed() {
     if !docker_available() {
         return;
     }
-    for ex in KUBE_EXECUTORS {
+    for ex in only(&KUBE_EXECUTORS) {
         let r = run_file(&example("volume-outputs.yaml"), ex, &[], None);
         assert_eq!(r.phase(), "Succeeded", "{ex}: {}", r.dump());
         assert_eq!(r.param("answer").as_deref(), Some("42"), "{ex}");
@@ -114,7 +114,7 @@ fn base_layer_outputs_are_rejected_by_validation() {
     if !docker_available() {
         return;
     }
-    for ex in KUBE_EXECUTORS {
+    for ex in only(&KUBE_EXECUTORS) {
         let r = run_file(&example("output-parameter.yaml"), ex, &[], None);
         assert_eq!((r.code, r.phase()), (2, "Error"), "{ex}: {}", r.dump());
         assert!(
@@ -128,7 +128,7 @@ fn base_layer_outputs_are_rejected_by_validation() {
 #[test]
 fn optional_missing_output_on_a_volume_is_skipped_and_a_required_one_fails() {
     let base = "volumes: [{name: v, emptyDir: {}}]\ncontainer: {image: busybox, command: [sh, -c], args: ['true'], volumeMounts: [{name: v, mountPath: /v}]}\noutputs:\n  artifacts:\n";
-    for ex in KUBE_EXECUTORS {
+    for ex in only(&KUBE_EXECUTORS) {
         if !docker_available() {
             return;
         }
@@ -161,7 +161,7 @@ fn sidecar_without_a_shell_is_stopped_through_argoexec_kill() {
     if !docker_available() {
         return;
     }
-    for ex in KUBE_EXECUTORS {
+    for ex in only(&KUBE_EXECUTORS) {
         let r = run_yaml(&y, ex, &[]);
         assert_eq!(r.phase(), "Succeeded", "{ex}: {}", r.dump());
         assert_eq!(exit_of(&r, "quiet"), Some(143), "{ex}: {}", r.dump());
@@ -185,7 +185,7 @@ fn sidecar_ignoring_sigterm_as_pid_1_is_a_clear_error() {
         &d,
         "  executor: |\n    env: [{name: ARGO_TERMINATION_GRACE_PERIOD_SECONDS, value: \"1\"}]\n",
     );
-    for ex in KUBE_EXECUTORS {
+    for ex in only(&KUBE_EXECUTORS) {
         let r = run_yaml(&y, ex, &["--config", &cm]);
         assert_eq!(r.phase(), "Error", "{ex}: {}", r.dump());
         assert!(
@@ -424,7 +424,7 @@ fn token_rotated_mid_wait_still_succeeds() {
         "rotate",
         "volumes: [{name: v, emptyDir: {}}]\ncontainer: {image: busybox, command: [sh, -c], args: ['sleep 4; echo -n r > /v/r'], volumeMounts: [{name: v, mountPath: /v}]}\noutputs:\n  parameters:\n    - {name: r, valueFrom: {path: /v/r}}",
     );
-    for ex in KUBE_EXECUTORS {
+    for ex in only(&KUBE_EXECUTORS) {
         let r = run_yaml(&y, ex, &["--node-token-rotation", "1", "--node-token-ttl", "2"]);
         assert_eq!(r.phase(), "Succeeded", "{ex}: {}", r.dump());
         assert_eq!(r.param("r").as_deref(), Some("r"), "{ex}");

@@ -73,24 +73,26 @@ async fn drive(s: &Shared) -> Option<String> {
             *cs = status::waiting(&cs.name, &cs.image, "ContainerCreating");
         }
     });
-    // The kubelet starts containers one after another without waiting for any; starting
-    // them concurrently keeps that contract (no container waits for another) and saves
-    // one runc start (~90 ms) per extra container.
-    let started =
-        futures::future::join_all(spec.containers.iter().zip(created).map(|(c, made)| async move {
-            if s.stop.is_cancelled() {
-                return None;
-            }
-            match made {
-                Ok(id) => launch(s, c, id).await.map(|id| (c, id)),
-                Err(message) => {
-                    s.status
-                        .send_modify(|st| status::set_cannot_run(st, &c.name, "", None, message));
-                    None
+    // Like the kubelet, start containers one after another in spec order (each start returns
+    // once runc has exec'd the process), without waiting for any to be ready: wait comes
+    // first, so with a shared process namespace it is running before main exists (§1.1).
+    let mut started = Vec::new();
+    for (c, made) in spec.containers.iter().zip(created) {
+        if s.stop.is_cancelled() {
+            break;
+        }
+        match made {
+            Ok(id) => {
+                if let Some(id) = launch(s, c, id).await {
+                    started.push((c, id));
                 }
             }
-        }))
-        .await;
+            Err(message) => {
+                s.status
+                    .send_modify(|st| status::set_cannot_run(st, &c.name, "", None, message));
+            }
+        }
+    }
     // The kubelet's phase: Pending while any container still waits to start, then Running.
     s.status.send_modify(|st| {
         if !status::is_terminal(st.phase.as_deref()) {
@@ -99,7 +101,6 @@ async fn drive(s: &Shared) -> Option<String> {
     });
     let mut waits: FuturesUnordered<_> = started
         .into_iter()
-        .flatten()
         .map(|(c, id)| async move { wait_exit(s, &c.name, &id).await })
         .collect();
     while waits.next().await.is_some() {}

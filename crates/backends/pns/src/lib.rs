@@ -194,7 +194,8 @@ impl PnsExecutor {
             }
             match &self.api {
                 Some(api) => {
-                    tracing::warn!(container = name, grace = ?MAP_GRACE, "its process has not been seen; also waiting on the pod watch");
+                    let (scans, last_error) = self.tracker.stats();
+                    tracing::warn!(container = name, grace = ?MAP_GRACE, scans, ?last_error, "its process has not been seen; also waiting on the pod watch");
                     let exits = api.wait(&[name.to_string()], cancel.clone()).await?;
                     tracing::warn!(container = name, "terminated according to the pod watch; its process was never seen, so base-layer outputs are lost");
                     Ok(Ok(exits.into_iter().next().and_then(|e| e.exit_code)))

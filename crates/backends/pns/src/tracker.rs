@@ -9,10 +9,11 @@
 //! demand. Exits are never polled: they come from the pidfds.
 //!
 //! A process seen during runc's init (before it execs the user's command) has no
-//! `ARGO_CONTAINER_NAME` yet; its root is re-taken when the name appears (after the exec the
-//! root is final). If it exits before that, the root taken during init is kept: runc takes
-//! the container's root (`pivot_root`) before it waits for the start signal, so it is the
-//! right one, and the container id from its cgroup names it through the pod status.
+//! `ARGO_CONTAINER_NAME` yet and may not have its final root: its root is re-taken on every
+//! scan until the name appears (after the exec the root is final). If it exits before that,
+//! the last root taken is kept: runc switches to the container's root (`pivot_root`) and
+//! then waits for the start signal, so that root is the right one, and the container id from
+//! its cgroup names the process through the pod status.
 
 use std::collections::{HashMap, HashSet};
 use std::os::fd::{AsFd, OwnedFd};
@@ -235,7 +236,8 @@ impl Inner {
             }
             match dir.ppid() {
                 Some((0, false)) => {}
-                Some(_) => {
+                Some(other) => {
+                    tracing::trace!(pid, ?other, "not a container root process");
                     s.ignored.insert(pid);
                     continue;
                 }
@@ -269,20 +271,20 @@ impl Inner {
     }
 }
 
-/// Re-read an unnamed or root-less live process: after runc's exec it has its name, and
-/// the root taken then is final.
+/// Re-read an unnamed or root-less live process. Until it carries its name it may still be
+/// in runc's init, whose root changes at `pivot_root`: the root is re-taken on every scan, so
+/// the one kept is at most one scan older than the exec (runc waits for its start signal
+/// after `pivot_root`, many scans long). After the exec the name appears and the root taken
+/// then is final.
 fn refresh(dir: &ProcDir, p: &mut Seen) -> bool {
     let id = dir.identity();
-    let named_now = p.name.is_none() && id.name.is_some();
-    if named_now || p.root.is_none() {
-        if let Ok(r) = open_root(dir) {
-            if !exited(&p.pidfd) {
-                p.root = Some(Arc::new(r));
-                p.root_error = None;
-            }
+    if let Ok(r) = open_root(dir) {
+        if !exited(&p.pidfd) {
+            p.root = Some(Arc::new(r));
+            p.root_error = None;
         }
     }
-    if named_now && !exited(&p.pidfd) {
+    if p.name.is_none() && id.name.is_some() && !exited(&p.pidfd) {
         p.name = id.name;
         p.container_id = p.container_id.take().or(id.container_id);
         return true;

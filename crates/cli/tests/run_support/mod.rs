@@ -11,12 +11,24 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-/// The executors every end-to-end scenario runs with.
-pub const EXECUTORS: [&str; 2] = ["emissary", "docker"];
+/// The executors every end-to-end scenario runs with (those that read base layers).
+pub const EXECUTORS: [&str; 3] = ["emissary", "docker", "pns"];
 /// The backends that reach containers through Kubernetes (outputs on volumes only).
 pub const KUBE_EXECUTORS: [&str; 2] = ["kubelet", "k8sapi"];
-/// Every built executor, for scenarios that keep their outputs on volumes.
-pub const ALL_EXECUTORS: [&str; 4] = ["emissary", "docker", "kubelet", "k8sapi"];
+/// Every executor, for scenarios that keep their outputs on volumes.
+pub const ALL_EXECUTORS: [&str; 5] = ["emissary", "docker", "kubelet", "k8sapi", "pns"];
+
+/// The executors whose script result is stdout only (the others read the combined log).
+pub const STDOUT_ONLY: [&str; 2] = ["emissary", "docker"];
+
+/// `list`, narrowed to the comma-separated `ARGOEXEC_TEST_EXECUTORS` when it is set (for
+/// iterating on one backend locally; CI leaves it unset and runs every executor).
+pub fn only(list: &[&'static str]) -> Vec<&'static str> {
+    match std::env::var("ARGOEXEC_TEST_EXECUTORS") {
+        Ok(v) if !v.is_empty() => list.iter().copied().filter(|e| v.split(',').any(|x| x == *e)).collect(),
+        _ => list.to_vec(),
+    }
+}
 
 const DOCKER: &str = "/usr/bin/docker";
 
