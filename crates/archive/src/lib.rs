@@ -25,8 +25,8 @@ pub use error::ArchiveError;
 pub use extract::{extract_tar, extract_tar_gz};
 pub use pgzip::{GzipOptions, ParallelGzWriter};
 pub use safety::sanitize_entry_path;
-pub use unpack::{Strategy, unpack_input};
 pub use tree_at::open_in_root;
+pub use unpack::{Strategy, unpack_input};
 pub use write::{write_tar, write_tar_gz, write_tar_gz_in_root, write_tar_gz_with};
 pub use zipfmt::{extract_zip, write_zip};
 

@@ -49,9 +49,15 @@ pub(crate) fn clean(src: &Path) -> PathBuf {
 pub fn open_in_root(root: BorrowedFd<'_>, path: &Path, flags: OFlags) -> Result<OwnedFd, ArchiveError> {
     let rel = clean(path);
     let rel = rel.strip_prefix("/").unwrap_or(&rel);
-    let rel = if rel.as_os_str().is_empty() { Path::new(".") } else { rel };
+    let rel = if rel.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        rel
+    };
     rustix::fs::openat2(root, rel, flags | OFlags::CLOEXEC, Mode::empty(), RESOLVE).map_err(|e| match e {
-        Errno::NOENT | Errno::NOTDIR => ArchiveError::NotFound { path: path.to_path_buf() },
+        Errno::NOENT | Errno::NOTDIR => ArchiveError::NotFound {
+            path: path.to_path_buf(),
+        },
         e => io("open", path, e),
     })
 }
@@ -87,7 +93,9 @@ fn walk_child(
         Mode::empty(),
     )
     .map_err(|e| match e {
-        Errno::NOENT => ArchiveError::NotFound { path: path.to_path_buf() },
+        Errno::NOENT => ArchiveError::NotFound {
+            path: path.to_path_buf(),
+        },
         e => io("open", path, e),
     })?;
     let meta = fs::File::from(handle)
@@ -95,11 +103,17 @@ fn walk_child(
         .map_err(|e| ArchiveError::io("stat", path, e))?;
     let ft = meta.file_type();
     let open = |flags: OFlags| {
-        rustix::fs::openat(parent, child, flags | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty())
-            .map_err(|e| io("open", path, e))
+        rustix::fs::openat(
+            parent,
+            child,
+            flags | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| io("open", path, e))
     };
     if ft.is_symlink() {
-        let target = rustix::fs::readlinkat(parent, child, Vec::new()).map_err(|e| io("read link", path, e))?;
+        let target =
+            rustix::fs::readlinkat(parent, child, Vec::new()).map_err(|e| io("read link", path, e))?;
         let target = PathBuf::from(OsStr::from_bytes(target.as_bytes()));
         return visit(Node {
             path,
@@ -175,6 +189,9 @@ mod tests {
         };
         assert_eq!(read("/abs").unwrap(), "inside");
         // `../../../../secret` from /etc clamps at the root, where no `secret` exists.
-        assert!(read("/etc/up").unwrap_err().is_not_found(), "the climbing link escaped the root");
+        assert!(
+            read("/etc/up").unwrap_err().is_not_found(),
+            "the climbing link escaped the root"
+        );
     }
 }

@@ -106,7 +106,8 @@ pub fn write_tar<W: Write>(src: &Path, out: W) -> Result<u64, ArchiveError> {
     tar_of(src, out, &mut |src, visit| tree::walk(src, visit))
 }
 
-type Walker<'w> = dyn FnMut(&Path, &mut dyn FnMut(Node<'_>) -> Result<(), ArchiveError>) -> Result<(), ArchiveError> + 'w;
+type Walker<'w> =
+    dyn FnMut(&Path, &mut dyn FnMut(Node<'_>) -> Result<(), ArchiveError>) -> Result<(), ArchiveError> + 'w;
 
 fn tar_of<W: Write>(src: &Path, out: W, walk: &mut Walker<'_>) -> Result<u64, ArchiveError> {
     let mut b = tar::Builder::new(Counting { inner: out, n: 0 });
@@ -160,14 +161,22 @@ pub fn write_tar_gz_in_root<W: Write + Send>(
     let clean = tree_at::clean(src);
     let parent = clean.parent().unwrap_or(Path::new("/"));
     // Fail with NotFound before any compression thread starts.
-    let dir = tree_at::open_in_root(root, parent, rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY)?;
+    let dir = tree_at::open_in_root(
+        root,
+        parent,
+        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY,
+    )?;
     if let Some(base) = clean.file_name() {
         rustix::fs::statat(&dir, base, rustix::fs::AtFlags::SYMLINK_NOFOLLOW).map_err(|e| match e {
-            rustix::io::Errno::NOENT => ArchiveError::NotFound { path: src.to_path_buf() },
+            rustix::io::Errno::NOENT => ArchiveError::NotFound {
+                path: src.to_path_buf(),
+            },
             e => ArchiveError::io("stat", src, e.into()),
         })?;
     }
-    gz_of(src, out, opts, &mut |src, visit| tree_at::walk_in_root(root, src, visit))
+    gz_of(src, out, opts, &mut |src, visit| {
+        tree_at::walk_in_root(root, src, visit)
+    })
 }
 
 fn gz_of<W: Write + Send>(

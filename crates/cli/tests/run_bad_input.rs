@@ -99,10 +99,13 @@ fn steps_entrypoint_is_refused() {
 }
 
 #[test]
-fn executors_not_built_say_so() {
+fn pns_refuses_a_base_layer_artifact_with_a_volume_beneath() {
     if !docker_available() {
         return;
     }
-    let r = run_file(&run_support::example("hello-world.yaml"), "pns", &[], None);
-    assert_refused(&r, "not built yet");
+    // §5.4: pns reads through main's root, where a volume mounted below the artifact is not
+    // visible; the pod is refused before it runs, naming the volume.
+    let y = "apiVersion: argoproj.io/v1alpha1\nkind: Workflow\nmetadata: {name: w}\nspec:\n  entrypoint: m\n  templates:\n    - name: m\n      volumes: [{name: v, emptyDir: {}}]\n      container: {image: busybox, command: [sh, -c], args: ['true'], volumeMounts: [{name: v, mountPath: /out/sub}]}\n      outputs: {artifacts: [{name: a, path: /out}]}\n";
+    let r = run_yaml(y, "pns", &[]);
+    assert_refused(&r, "volume \"v\" is mounted beneath it");
 }

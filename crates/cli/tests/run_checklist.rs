@@ -7,7 +7,9 @@ mod run_support;
 
 use std::time::{Duration, Instant};
 
-use run_support::{STDOUT_ONLY, only, ALL_EXECUTORS, EXECUTORS, RunResult, docker_available, run_file, run_yaml, tgz_entries};
+use run_support::{
+    ALL_EXECUTORS, EXECUTORS, RunResult, STDOUT_ONLY, docker_available, only, run_file, run_yaml, tgz_entries,
+};
 
 fn wf(name: &str, template: &str) -> String {
     format!(

@@ -3,7 +3,7 @@
 
 mod run_support;
 
-use run_support::{STDOUT_ONLY, only, EXECUTORS, docker_available, example, run_file, tgz_entries};
+use run_support::{EXECUTORS, STDOUT_ONLY, docker_available, example, only, run_file, tgz_entries};
 
 fn each(name: &str, check: impl Fn(&str, &run_support::RunResult)) {
     if !docker_available() {
@@ -41,7 +41,10 @@ fn script_result_is_stdout_only_where_the_backend_can_separate_it() {
         } else {
             // pns reads pods/log, which has both streams (documented).
             let result = r.result().unwrap_or_default();
-            assert!(result.contains("42") && result.contains("this goes to stderr"), "{ex}: {result}");
+            assert!(
+                result.contains("42") && result.contains("this goes to stderr"),
+                "{ex}: {result}"
+            );
         }
     });
 }

@@ -11,7 +11,9 @@
 
 mod run_support;
 
-use run_support::{only, KUBE_EXECUTORS, RunResult, docker_available, example, run_file, run_yaml};
+use run_support::{
+    KUBE_EXECUTORS, RunResult, config_map, docker_available, example, only, run_file, run_yaml,
+};
 
 fn wf(name: &str, template: &str) -> String {
     format!(
@@ -33,20 +35,6 @@ fn requests(r: &RunResult, endpoint: &str, verb: &str, suffix: &str) -> u64 {
         .filter(|q| q["path"].as_str().is_some_and(|p| p.ends_with(suffix)))
         .map(|q| q["count"].as_u64().unwrap_or(0))
         .sum()
-}
-
-fn exit_of(r: &RunResult, container: &str) -> Option<i64> {
-    r.json["containers"]
-        .as_array()?
-        .iter()
-        .find(|c| c["name"] == container)
-        .and_then(|c| c["exitCode"].as_i64())
-}
-
-fn config(dir: &tempfile::TempDir, data: &str) -> String {
-    let p = dir.path().join("cm.yaml");
-    std::fs::write(&p, format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: workflow-controller-configmap}}\ndata:\n{data}")).unwrap();
-    p.display().to_string()
 }
 
 #[test]
@@ -101,7 +89,7 @@ fn volume_examples_succeed() {
         assert_eq!(r.phase(), "Succeeded", "{ex}: {}", r.dump());
         assert_eq!(r.result(), Some("serving"), "{ex}");
         assert_eq!(
-            exit_of(&r, "server"),
+            r.exit_of("server"),
             Some(143),
             "{ex}: stopped by its SIGTERM: {}",
             r.dump()
@@ -164,8 +152,8 @@ fn sidecar_without_a_shell_is_stopped_through_argoexec_kill() {
     for ex in only(&KUBE_EXECUTORS) {
         let r = run_yaml(&y, ex, &[]);
         assert_eq!(r.phase(), "Succeeded", "{ex}: {}", r.dump());
-        assert_eq!(exit_of(&r, "quiet"), Some(143), "{ex}: {}", r.dump());
-        assert_eq!(exit_of(&r, "wait"), Some(0), "{ex}: {}", r.dump());
+        assert_eq!(r.exit_of("quiet"), Some(143), "{ex}: {}", r.dump());
+        assert_eq!(r.exit_of("wait"), Some(0), "{ex}: {}", r.dump());
     }
 }
 
@@ -181,7 +169,7 @@ fn sidecar_ignoring_sigterm_as_pid_1_is_a_clear_error() {
     }
     // A 1 s grace instead of 30 s, through the config map's executor template.
     let d = tempfile::tempdir().unwrap();
-    let cm = config(
+    let cm = config_map(
         &d,
         "  executor: |\n    env: [{name: ARGO_TERMINATION_GRACE_PERIOD_SECONDS, value: \"1\"}]\n",
     );
@@ -347,7 +335,7 @@ fn kubelet_exec_through_the_api_server() {
         return;
     }
     let d = tempfile::tempdir().unwrap();
-    let cm = config(&d, "  kubeletExec: apiserver\n");
+    let cm = config_map(&d, "  kubeletExec: apiserver\n");
     let pods = "{apiGroups: [\"\"], resources: [nodes/pods, nodes/proxy], verbs: [get]}";
     let exec = "{apiGroups: [\"\"], resources: [pods/exec], verbs: [get, create]}";
     let r = run_with_rbac("kubelet", &[TASK_RESULTS, exec], &[pods], &["--config", &cm]);
@@ -379,7 +367,7 @@ fn kubelet_certificate_setups() {
     }
     let d = tempfile::tempdir().unwrap();
     // A self-signed kubelet checked against the cluster CA: refused, naming CA and names.
-    let cm = config(
+    let cm = config_map(
         &d,
         "  kubeletCAFile: /var/run/secrets/kubernetes.io/serviceaccount/ca.crt\n",
     );
@@ -396,7 +384,7 @@ fn kubelet_certificate_setups() {
         "{m}"
     );
     // A fixed verify name that is not on the certificate.
-    let cm = config(&d, "  kubeletServerName: kubelet.example\n");
+    let cm = config_map(&d, "  kubeletServerName: kubelet.example\n");
     let r = run_file(&y, "kubelet", &["--config", &cm], None);
     assert_eq!(r.phase(), "Error", "{}", r.dump());
     assert!(
@@ -405,7 +393,7 @@ fn kubelet_certificate_setups() {
         r.message()
     );
     // Explicit insecure accepts the self-signed cert without its CA.
-    let cm = config(&d, "  kubeletInsecure: \"true\"\n  kubeletCAFile: /nonexistent\n");
+    let cm = config_map(&d, "  kubeletInsecure: \"true\"\n  kubeletCAFile: /nonexistent\n");
     let r = run_file(
         &y,
         "kubelet",

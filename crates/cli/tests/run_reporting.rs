@@ -6,7 +6,7 @@
 
 mod run_support;
 
-use run_support::{only, EXECUTORS, docker_available, example, run_file};
+use run_support::{EXECUTORS, docker_available, example, only, run_file};
 
 /// The handshake (false → true) is v3.5's and so the emissary's; the v3.3 executors write
 /// the task result once.
@@ -63,7 +63,10 @@ metadata: {name: no-task-results, namespace: default}
 rules:
 - apiGroups: [""]
   resources: [pods]
-  verbs: [get, patch]
+  verbs: [get, watch, patch]
+- apiGroups: [""]
+  resources: [pods/log]
+  verbs: [get]
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
@@ -79,7 +82,11 @@ subjects: [{kind: ServiceAccount, name: default, namespace: default}]
         assert_eq!(r.phase(), "Succeeded", "{ex}: {}", r.dump());
         assert_eq!(r.json["report"]["via"], "pod annotation", "{ex}: {}", r.dump());
         assert!(labels(&r).is_empty(), "no task result was written: {}", r.dump());
-        assert_eq!(r.result(), Some("42"), "{ex}: {}", r.dump());
+        assert!(
+            r.result().is_some_and(|t| t.ends_with("42")),
+            "{ex}: {}",
+            r.dump()
+        );
     }
 }
 

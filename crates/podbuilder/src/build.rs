@@ -402,6 +402,12 @@ pub fn build_pod(
                 serde_json::Value::String(s) => s.parse().ok(),
                 _ => None,
             }),
+            // Argo: the template's `securityContext` (a PodSecurityContext) is the pod's.
+            security_context: template
+                .extra
+                .get("securityContext")
+                .map(|v| convert("template securityContext", v))
+                .transpose()?,
             init_containers: Some(vec![init]),
             containers,
             volumes: Some(volumes),

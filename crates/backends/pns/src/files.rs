@@ -19,9 +19,14 @@ use rustix::fs::OFlags;
 pub fn read(root: Arc<OwnedFd>, path: &Path) -> Result<Vec<u8>, (ErrorKind, String)> {
     let fd = open_in_root(root.as_fd(), path, OFlags::RDONLY | OFlags::NONBLOCK).map_err(archive)?;
     let mut f = std::fs::File::from(fd);
-    let meta = f.metadata().map_err(|e| (ErrorKind::Fatal, format!("stat {}: {e}", path.display())))?;
+    let meta = f
+        .metadata()
+        .map_err(|e| (ErrorKind::Fatal, format!("stat {}: {e}", path.display())))?;
     if !meta.is_file() {
-        return Err((ErrorKind::Fatal, format!("{} is not a regular file", path.display())));
+        return Err((
+            ErrorKind::Fatal,
+            format!("{} is not a regular file", path.display()),
+        ));
     }
     let mut buf = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
     f.read_to_end(&mut buf)
@@ -49,7 +54,12 @@ pub fn archive_to(
     }
     let out = std::fs::File::create(dest)
         .map_err(|e| (ErrorKind::Fatal, format!("create {}: {e}", dest.display())))?;
-    let n = write_tar_gz_in_root(root.as_fd(), src, std::io::BufWriter::with_capacity(1 << 20, out), &opts);
+    let n = write_tar_gz_in_root(
+        root.as_fd(),
+        src,
+        std::io::BufWriter::with_capacity(1 << 20, out),
+        &opts,
+    );
     if n.is_err() {
         let _ = std::fs::remove_file(dest);
     }
@@ -57,6 +67,10 @@ pub fn archive_to(
 }
 
 fn archive(e: ArchiveError) -> (ErrorKind, String) {
-    let kind = if e.is_not_found() { ErrorKind::NotFound } else { ErrorKind::Fatal };
+    let kind = if e.is_not_found() {
+        ErrorKind::NotFound
+    } else {
+        ErrorKind::Fatal
+    };
     (kind, e.to_string())
 }

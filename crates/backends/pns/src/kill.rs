@@ -64,8 +64,13 @@ pub async fn stop(pidfd: &Arc<OwnedFd>, grace: Duration) -> Result<&'static str,
     if !signal(pidfd, Signal::KILL, "SIGKILL")? {
         return Ok("exited after SIGTERM");
     }
-    if exit_within(pidfd, Some(AFTER_KILL)).await.map_err(|e| e.to_string())? {
+    if exit_within(pidfd, Some(AFTER_KILL))
+        .await
+        .map_err(|e| e.to_string())?
+    {
         return Ok("killed");
     }
-    Err(format!("still running {AFTER_KILL:?} after SIGKILL (uninterruptible sleep?)"))
+    Err(format!(
+        "still running {AFTER_KILL:?} after SIGKILL (uninterruptible sleep?)"
+    ))
 }

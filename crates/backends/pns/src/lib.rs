@@ -90,25 +90,38 @@ impl PnsExecutor {
             .flatten()
             .is_some()
         {
-            Some(K8sApiExecutor::new(paths, namespace, pod_name).map_err(|e| {
-                error(ErrorKind::Fatal, "connect to", "API server", e.to_string())
-            })?)
+            Some(
+                K8sApiExecutor::new(paths, namespace, pod_name)
+                    .map_err(|e| error(ErrorKind::Fatal, "connect to", "API server", e.to_string()))?,
+            )
         } else {
             None
         };
         let kubelet = if api.is_none() && std::env::var_os("ARGO_KUBELET_HOST").is_some() {
             let config = KubeletConfig::from_env(|k| std::env::var(k).ok())
                 .map_err(|e| error(ErrorKind::Fatal, "configure", "kubelet", e.to_string()))?;
-            Some(Arc::new(KubeletExecutor::new(config, paths, namespace, pod_name)?))
+            Some(Arc::new(KubeletExecutor::new(
+                config, paths, namespace, pod_name,
+            )?))
         } else {
             None
         };
         tracing::info!(
-            logs = if api.is_some() { "API server pods/log" } else if kubelet.is_some() { "kubelet containerLogs" } else { "none" },
+            logs = if api.is_some() {
+                "API server pods/log"
+            } else if kubelet.is_some() {
+                "kubelet containerLogs"
+            } else {
+                "none"
+            },
             ?interval,
             "pns executor: tracking the shared process namespace"
         );
-        Ok(Self { tracker, api, kubelet })
+        Ok(Self {
+            tracker,
+            api,
+            kubelet,
+        })
     }
 
     /// The process tracker (for diagnostics and tests).
@@ -119,7 +132,12 @@ impl PnsExecutor {
     /// Name unnamed processes from the pod status's container ids; true when any was named.
     async fn resolve_ids(&self) -> bool {
         let Some(api) = &self.api else { return false };
-        if !self.tracker.all().iter().any(|p| p.name.is_none() && p.container_id.is_some()) {
+        if !self
+            .tracker
+            .all()
+            .iter()
+            .any(|p| p.name.is_none() && p.container_id.is_some())
+        {
             return false;
         }
         let Ok(pod) = api.pod().await else { return false };
@@ -154,7 +172,11 @@ impl PnsExecutor {
         })
     }
 
-    async fn root_of(&self, container: &str, action: &'static str) -> Result<Arc<std::os::fd::OwnedFd>, RuntimeError> {
+    async fn root_of(
+        &self,
+        container: &str,
+        action: &'static str,
+    ) -> Result<Arc<std::os::fd::OwnedFd>, RuntimeError> {
         let p = self.process(container, action).await?;
         p.root.clone().ok_or_else(|| {
             error(
@@ -177,7 +199,9 @@ impl PnsExecutor {
                 if let Some(p) = self.tracker.find(name) {
                     return p;
                 }
-                if self.tracker.all().iter().any(|p| p.name.is_none() && p.exited()) && self.resolve_ids().await {
+                if self.tracker.all().iter().any(|p| p.name.is_none() && p.exited())
+                    && self.resolve_ids().await
+                {
                     continue;
                 }
                 if rx.changed().await.is_err() {
@@ -197,11 +221,17 @@ impl PnsExecutor {
                     let (scans, last_error) = self.tracker.stats();
                     tracing::warn!(container = name, grace = ?MAP_GRACE, scans, ?last_error, "its process has not been seen; also waiting on the pod watch");
                     let exits = api.wait(&[name.to_string()], cancel.clone()).await?;
-                    tracing::warn!(container = name, "terminated according to the pod watch; its process was never seen, so base-layer outputs are lost");
+                    tracing::warn!(
+                        container = name,
+                        "terminated according to the pod watch; its process was never seen, so base-layer outputs are lost"
+                    );
                     Ok(Ok(exits.into_iter().next().and_then(|e| e.exit_code)))
                 }
                 None => {
-                    tracing::warn!(container = name, "its process has not been seen and no API server is configured; still waiting for it");
+                    tracing::warn!(
+                        container = name,
+                        "its process has not been seen and no API server is configured; still waiting for it"
+                    );
                     std::future::pending().await
                 }
             }
@@ -304,7 +334,10 @@ impl RuntimeExecutor for PnsExecutor {
                     Ok(Ok(from_api)) => {
                         for e in &mut exits {
                             if e.exit_code.is_none() {
-                                e.exit_code = from_api.iter().find(|a| a.name == e.name).and_then(|a| a.exit_code);
+                                e.exit_code = from_api
+                                    .iter()
+                                    .find(|a| a.name == e.name)
+                                    .and_then(|a| a.exit_code);
                             }
                         }
                     }
@@ -339,7 +372,12 @@ impl RuntimeExecutor for PnsExecutor {
         if errors.is_empty() {
             return Ok(());
         }
-        Err(error(ErrorKind::Fatal, "kill", &containers.join(","), errors.join("; ")))
+        Err(error(
+            ErrorKind::Fatal,
+            "kill",
+            &containers.join(","),
+            errors.join("; "),
+        ))
     }
 
     async fn list_container_names(&self) -> Result<Vec<String>, RuntimeError> {

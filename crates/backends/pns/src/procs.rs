@@ -111,9 +111,15 @@ mod tests {
 
     #[test]
     fn stat_parent_survives_odd_command_names() {
-        assert_eq!(ppid_from_stat("42 (sleep) S 0 42 42 0 -1 4194560 1"), Some((0, false)));
+        assert_eq!(
+            ppid_from_stat("42 (sleep) S 0 42 42 0 -1 4194560 1"),
+            Some((0, false))
+        );
         assert_eq!(ppid_from_stat("7 (a) b) c) R 3 7 7 0 -1 0"), Some((3, false)));
-        assert_eq!(ppid_from_stat("2 (kthreadd) S 0 0 0 0 -1 2129984 0"), Some((0, true)));
+        assert_eq!(
+            ppid_from_stat("2 (kthreadd) S 0 0 0 0 -1 2129984 0"),
+            Some((0, true))
+        );
         assert_eq!(ppid_from_stat("garbage"), None);
     }
 

@@ -63,7 +63,10 @@ impl Seen {
 /// Whether the process behind `pidfd` has exited (a pidfd polls readable then).
 pub fn exited(pidfd: &OwnedFd) -> bool {
     let mut fds = [PollFd::new(pidfd, PollFlags::IN)];
-    let zero = Timespec { tv_sec: 0, tv_nsec: 0 };
+    let zero = Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     matches!(rustix::event::poll(&mut fds, Some(&zero)), Ok(n) if n > 0)
 }
 
@@ -78,9 +81,11 @@ struct State {
 
 impl State {
     fn all_expected_mapped(&self) -> bool {
-        self.expected
-            .as_ref()
-            .is_some_and(|names| names.iter().all(|n| self.seen.iter().any(|s| s.name.as_ref() == Some(n))))
+        self.expected.as_ref().is_some_and(|names| {
+            names
+                .iter()
+                .all(|n| self.seen.iter().any(|s| s.name.as_ref() == Some(n)))
+        })
     }
 }
 
@@ -106,7 +111,9 @@ impl Drop for Inner {
 
 impl std::fmt::Debug for Tracker {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Tracker").field("proc", &self.inner.proc).finish_non_exhaustive()
+        f.debug_struct("Tracker")
+            .field("proc", &self.inner.proc)
+            .finish_non_exhaustive()
     }
 }
 
@@ -117,7 +124,8 @@ impl Tracker {
     /// # Errors
     /// When `proc` cannot be listed (the first scan runs before this returns).
     pub fn start(proc: PathBuf, interval: Duration) -> std::io::Result<Self> {
-        pids(&proc).map_err(|e| std::io::Error::new(e.kind(), format!("cannot list {}: {e}", proc.display())))?;
+        pids(&proc)
+            .map_err(|e| std::io::Error::new(e.kind(), format!("cannot list {}: {e}", proc.display())))?;
         let (changed, _) = watch::channel(0);
         let inner = Arc::new(Inner {
             proc,
@@ -245,7 +253,9 @@ impl Inner {
             }
             let Some(p) = Pid::from_raw(pid) else { continue };
             // The pidfd first: everything read afterwards, while it is alive, is this process's.
-            let Ok(pidfd) = rustix::process::pidfd_open(p, PidfdFlags::empty()) else { continue };
+            let Ok(pidfd) = rustix::process::pidfd_open(p, PidfdFlags::empty()) else {
+                continue;
+            };
             let Identity { name, container_id } = dir.identity();
             let (root, root_error) = match open_root(&dir) {
                 Ok(r) => (Some(Arc::new(r)), None),
@@ -294,8 +304,12 @@ fn refresh(dir: &ProcDir, p: &mut Seen) -> bool {
 
 fn open_root(dir: &ProcDir) -> Result<OwnedFd, String> {
     let path = dir.0.join("root");
-    rustix::fs::open(&path, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
-        .map_err(|e| format!("open {}: {e}", path.display()))
+    rustix::fs::open(
+        &path,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| format!("open {}: {e}", path.display()))
 }
 
 /// Borrow helper for callers holding an `Arc<OwnedFd>`.

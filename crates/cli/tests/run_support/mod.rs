@@ -25,7 +25,11 @@ pub const STDOUT_ONLY: [&str; 2] = ["emissary", "docker"];
 /// iterating on one backend locally; CI leaves it unset and runs every executor).
 pub fn only(list: &[&'static str]) -> Vec<&'static str> {
     match std::env::var("ARGOEXEC_TEST_EXECUTORS") {
-        Ok(v) if !v.is_empty() => list.iter().copied().filter(|e| v.split(',').any(|x| x == *e)).collect(),
+        Ok(v) if !v.is_empty() => list
+            .iter()
+            .copied()
+            .filter(|e| v.split(',').any(|x| x == *e))
+            .collect(),
         _ => list.to_vec(),
     }
 }
@@ -90,6 +94,15 @@ impl RunResult {
             .and_then(|p| p["path"].as_str().map(PathBuf::from))
     }
 
+    /// The exit code of `container` from the pod status.
+    pub fn exit_of(&self, container: &str) -> Option<i64> {
+        self.json["containers"]
+            .as_array()?
+            .iter()
+            .find(|c| c["name"] == container)
+            .and_then(|c| c["exitCode"].as_i64())
+    }
+
     /// `phase`.
     pub fn phase(&self) -> &str {
         self.json["phase"].as_str().unwrap_or("")
@@ -115,6 +128,18 @@ impl RunResult {
 }
 
 /// Write `yaml` to a temp file and run it.
+/// Write a `workflow-controller-configmap` with `data` (already indented two spaces) into
+/// `dir`; returns its path for `--config`.
+pub fn config_map(dir: &tempfile::TempDir, data: &str) -> String {
+    let p = dir.path().join("cm.yaml");
+    std::fs::write(
+        &p,
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: workflow-controller-configmap}}\ndata:\n{data}"),
+    )
+    .unwrap();
+    p.display().to_string()
+}
+
 pub fn run_yaml(yaml: &str, executor: &str, extra: &[&str]) -> RunResult {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("wf.yaml");

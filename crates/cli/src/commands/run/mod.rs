@@ -166,6 +166,7 @@ async fn execute(args: &Args) -> anyhow::Result<(Outcome, PathBuf)> {
     };
     let mut pod = plan.build(&args.executor_image)?;
     attach_repository(&mut pod, &repo);
+    give_key_dir_to_wait(&pod, &repo.join(&plan.wf.meta.name).join(&plan.pod_name))?;
     if let Some(dir) = &kubelet_ca {
         attach_host_dir(&mut pod, KUBELET_CA_VOLUME, dir, KUBELET_CA_MOUNT, &["wait"]);
     }
@@ -263,6 +264,36 @@ fn artifacts_dir(given: Option<&Path>, pod: &str) -> anyhow::Result<PathBuf> {
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     dir.canonicalize()
         .with_context(|| format!("cannot resolve {}", dir.display()))
+}
+
+/// A non-root wait container (a pod-wide `runAsUser`) writes its outputs under the key
+/// directory of the local repository: create it and hand it to that user, as a bucket policy
+/// would, instead of making the repository world-writable.
+fn give_key_dir_to_wait(pod: &Pod, dir: &Path) -> anyhow::Result<()> {
+    let Some(spec) = pod.spec.as_ref() else {
+        return Ok(());
+    };
+    let wait = spec.containers.iter().find(|c| c.name == "wait");
+    let sc = wait.and_then(|c| c.security_context.as_ref());
+    let psc = spec.security_context.as_ref();
+    let uid = sc
+        .and_then(|s| s.run_as_user)
+        .or_else(|| psc.and_then(|s| s.run_as_user));
+    let gid = sc
+        .and_then(|s| s.run_as_group)
+        .or_else(|| psc.and_then(|s| s.run_as_group));
+    let Some(uid) = uid.filter(|u| *u != 0) else {
+        return Ok(());
+    };
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let id = |v: i64| u32::try_from(v).ok();
+    nix::unistd::chown(
+        dir,
+        id(uid).map(nix::unistd::Uid::from_raw),
+        gid.and_then(id).map(nix::unistd::Gid::from_raw),
+    )
+    .with_context(|| format!("cannot give {} to UID {uid} (the pod's wait user)", dir.display()))?;
+    Ok(())
 }
 
 /// Mount the host repository into init and wait.
