@@ -4,18 +4,21 @@
 //! sleeps 0.3 s and writes a volume output, then takes the main container's exit time
 //! (Docker's `State.FinishedAt`, nanoseconds) and the wait container's log line "main
 //! containers terminated" (its timestamp, microseconds) — both from the same host clock —
-//! and prints p50/p99 of the difference, with the goal from issue 7 (k8sapi ≤ 20 ms,
-//! kubelet ≤ 250 ms) and the requests per step by endpoint and verb. Two figures: from the
+//! and prints p50/p99 of the difference, with the goals from issues 7 and 4 (k8sapi ≤ 20 ms,
+//! kubelet ≤ 250 ms, pns ≤ 5 ms p50), the wait process's peak RSS (its "wait finished" log
+//! line) and the requests per step by endpoint and verb. For pns the notice is the pidfd
+//! wake-up ("main process exited (pidfd)"); the exit codes follow from the pod status. Two figures: from the
 //! exit (includes the local node's own propagation, Docker event → pod status) and from the
 //! status change (when `argoexec run` saw the node's API show main terminated,
 //! `terminatedSeenUnixNanos`): the latter is what the backend itself adds.
 //!
 //! Usage: `wait_notice_bench [ARGOEXEC_BINARY] [N] [EXECUTORS…]` (default
-//! `target/release/argoexec`, 50, `kubelet k8sapi emissary docker`).
+//! `target/release/argoexec`, 50, `kubelet k8sapi pns emissary docker`).
 
 use std::collections::BTreeMap;
 use std::process::Command;
 
+use argoexec_bench::{docker, parse_ts};
 use serde_json::Value;
 
 const STEP: &str = r#"apiVersion: argoproj.io/v1alpha1
@@ -35,39 +38,10 @@ spec:
         parameters: [{name: x, valueFrom: {path: /v/x}}]
 "#;
 
-fn docker() -> &'static str {
-    if std::path::Path::new("/usr/bin/docker").exists() {
-        "/usr/bin/docker"
-    } else {
-        "docker"
-    }
-}
-
-/// Nanoseconds since the epoch of an RFC 3339 UTC timestamp (`…T…[.frac]Z`).
-fn parse_ts(s: &str) -> Option<i128> {
-    let s = s.trim().trim_end_matches('Z');
-    let (date, time) = s.split_once('T')?;
-    let mut d = date.split('-').map(|x| x.parse::<i64>().ok());
-    let (y, m, dd) = (d.next()??, d.next()??, d.next()??);
-    let (hms, frac) = time.split_once('.').unwrap_or((time, "0"));
-    let mut t = hms.split(':').map(|x| x.parse::<i64>().ok());
-    let (h, mi, se) = (t.next()??, t.next()??, t.next()??);
-    // Days from civil (H. Hinnant).
-    let y2 = if m <= 2 { y - 1 } else { y };
-    let era = y2.div_euclid(400);
-    let yoe = y2 - era * 400;
-    let doy = (153 * (m + if m > 2 { -3 } else { 9 }) + 2) / 5 + dd - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    let secs = days * 86_400 + h * 3600 + mi * 60 + se;
-    let digits: String = frac.chars().take_while(char::is_ascii_digit).take(9).collect();
-    let nanos = format!("{digits:0<9}").parse::<i64>().ok()?;
-    Some(i128::from(secs) * 1_000_000_000 + i128::from(nanos))
-}
-
 struct Sample {
     notice_ms: f64,
     after_status_ms: f64,
+    rss_kib: Option<u64>,
     requests: BTreeMap<String, u64>,
 }
 
@@ -92,6 +66,7 @@ fn one(bin: &str, executor: &str, wf: &std::path::Path) -> Result<Sample, String
         }
         let mut finished = None;
         let mut noticed = None;
+        let mut rss_kib: Option<u64> = None;
         for id in &ids {
             let i = Command::new(docker())
                 .args(["inspect", id])
@@ -110,11 +85,17 @@ fn one(bin: &str, executor: &str, wf: &std::path::Path) -> Result<Sample, String
                     .map_err(|e| e.to_string())?;
                 let text = String::from_utf8_lossy(&logs.stdout).to_string()
                     + &String::from_utf8_lossy(&logs.stderr);
-                noticed = text
-                    .lines()
-                    .find(|l| l.contains("main containers terminated"))
+                // pns logs the pidfd wake-up first, then waits for exit codes from the
+                // pod status; the wake-up is when wait noticed.
+                noticed = ["main process exited (pidfd)", "main containers terminated"]
+                    .iter()
+                    .find_map(|m| text.lines().find(|l| l.contains(m)))
                     .and_then(|l| l.split_whitespace().next())
                     .and_then(parse_ts);
+                rss_kib = text
+                    .lines()
+                    .find_map(|l| l.split_once("peak_rss_kib=").map(|(_, r)| r.to_string()))
+                    .and_then(|r| r.split_whitespace().next()?.parse().ok());
             }
         }
         let (f, n) = (
@@ -136,6 +117,7 @@ fn one(bin: &str, executor: &str, wf: &std::path::Path) -> Result<Sample, String
         Ok(Sample {
             notice_ms: (n - f) as f64 / 1e6,
             after_status_ms: (n - i128::from(status)) as f64 / 1e6,
+            rss_kib,
             requests,
         })
     })();
@@ -154,7 +136,7 @@ fn main() {
     let n: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(50);
     let mut executors: Vec<String> = args.collect();
     if executors.is_empty() {
-        executors = ["kubelet", "k8sapi", "emissary", "docker"]
+        executors = ["kubelet", "k8sapi", "pns", "emissary", "docker"]
             .map(String::from)
             .to_vec();
     }
@@ -163,12 +145,13 @@ fn main() {
     std::fs::write(&wf, STEP).expect("write workflow");
     println!("main exit → wait notices, {n} runs per executor (main sleeps 0.3 s)\n");
     println!(
-        "| executor | from exit p50 / p99 ms | from status change p50 / p99 ms | goal | requests per step (mean) |"
+        "| executor | from exit p50 / p99 ms | from status change p50 / p99 ms | goal | wait peak RSS p50 / max MiB | requests per step (mean) |"
     );
-    println!("|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|");
     for ex in &executors {
         let mut lat = Vec::new();
         let mut after = Vec::new();
+        let mut rss: Vec<u64> = Vec::new();
         let mut totals: BTreeMap<String, u64> = BTreeMap::new();
         let mut errors = 0;
         for _ in 0..n {
@@ -176,6 +159,7 @@ fn main() {
                 Ok(s) => {
                     lat.push(s.notice_ms);
                     after.push(s.after_status_ms);
+                    rss.extend(s.rss_kib);
                     for (k, c) in s.requests {
                         *totals.entry(k).or_default() += c;
                     }
@@ -187,13 +171,14 @@ fn main() {
             }
         }
         if lat.is_empty() {
-            println!("| {ex} | – | – | – | – | all {errors} runs failed |");
+            println!("| {ex} | – | – | – | – | – | all {errors} runs failed |");
             continue;
         }
         lat.sort_by(f64::total_cmp);
         after.sort_by(f64::total_cmp);
         let goal = match ex.as_str() {
             "k8sapi" => "≤ 20 ms",
+            "pns" => "≤ 5 ms p50",
             "kubelet" => "≤ 250 ms",
             _ => "(baseline)",
         };
@@ -202,8 +187,13 @@ fn main() {
             .map(|(k, c)| format!("{k}: {:.1}", *c as f64 / lat.len() as f64))
             .collect::<Vec<_>>()
             .join(", ");
+        rss.sort_unstable();
+        let rss = match (rss.get(rss.len() / 2), rss.last()) {
+            (Some(m), Some(x)) => format!("{:.1} / {:.1}", *m as f64 / 1024.0, *x as f64 / 1024.0),
+            _ => "–".into(),
+        };
         println!(
-            "| {ex} | {:.1} / {:.1} | {:.1} / {:.1} | {goal} | {} |{}",
+            "| {ex} | {:.1} / {:.1} | {:.1} / {:.1} | {goal} | {rss} | {} |{}",
             pct(&lat, 0.5),
             pct(&lat, 0.99),
             pct(&after, 0.5),
@@ -214,23 +204,6 @@ fn main() {
             } else {
                 String::new()
             }
-        );
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_ts;
-
-    #[test]
-    fn timestamps() {
-        assert_eq!(parse_ts("1970-01-01T00:00:01.5Z"), Some(1_500_000_000));
-        let a = parse_ts("2026-12-02T21:10:00.123456789Z").unwrap();
-        let b = parse_ts("2026-12-02T21:10:00.123457Z").unwrap();
-        assert_eq!(b - a, 211);
-        assert_eq!(
-            parse_ts("2000-03-01T00:00:00Z"),
-            Some(951_868_800 * 1_000_000_000)
         );
     }
 }

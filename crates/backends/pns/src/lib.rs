@@ -191,6 +191,31 @@ impl PnsExecutor {
         })
     }
 
+    /// A pidfd tells the exit, not the status, of a process that is not our child: the
+    /// codes come from the pod status, which follows within milliseconds.
+    async fn fill_exit_codes(&self, containers: &[String], exits: &mut [ContainerExit]) {
+        let Some(api) = &self.api else { return };
+        if exits.iter().all(|e| e.exit_code.is_some()) {
+            return;
+        }
+        let done = CancellationToken::new();
+        match tokio::time::timeout(EXIT_CODE_WAIT, api.wait(containers, done.clone())).await {
+            Ok(Ok(from_api)) => {
+                for e in exits.iter_mut().filter(|e| e.exit_code.is_none()) {
+                    e.exit_code = from_api
+                        .iter()
+                        .find(|a| a.name == e.name)
+                        .and_then(|a| a.exit_code);
+                }
+            }
+            Ok(Err(err)) => tracing::warn!(error = %err, "no exit codes from the pod status"),
+            Err(_) => {
+                done.cancel();
+                tracing::warn!(after = ?EXIT_CODE_WAIT, "the pod status shows no exit codes yet");
+            }
+        }
+    }
+
     /// Wait for one container's root process to exit.
     async fn wait_one(&self, name: &str, cancel: &CancellationToken) -> Result<Option<i32>, RuntimeError> {
         let mut rx = self.tracker.subscribe();
@@ -211,10 +236,10 @@ impl PnsExecutor {
         };
         let fallback = async {
             tokio::time::sleep(MAP_GRACE).await;
-            if self.resolve_ids().await {
-                if let Some(p) = self.tracker.find(name) {
-                    return Ok(Err(p));
-                }
+            if self.resolve_ids().await
+                && let Some(p) = self.tracker.find(name)
+            {
+                return Ok(Err(p));
             }
             match &self.api {
                 Some(api) => {
@@ -325,30 +350,7 @@ impl RuntimeExecutor for PnsExecutor {
                 exit_code,
             })
             .collect();
-        // A pidfd tells the exit, not the status of a process that is not our child: the
-        // codes come from the pod status, which follows within milliseconds.
-        if let Some(api) = &self.api {
-            if exits.iter().any(|e| e.exit_code.is_none()) {
-                let done = CancellationToken::new();
-                match tokio::time::timeout(EXIT_CODE_WAIT, api.wait(containers, done.clone())).await {
-                    Ok(Ok(from_api)) => {
-                        for e in &mut exits {
-                            if e.exit_code.is_none() {
-                                e.exit_code = from_api
-                                    .iter()
-                                    .find(|a| a.name == e.name)
-                                    .and_then(|a| a.exit_code);
-                            }
-                        }
-                    }
-                    Ok(Err(err)) => tracing::warn!(error = %err, "no exit codes from the pod status"),
-                    Err(_) => {
-                        done.cancel();
-                        tracing::warn!(after = ?EXIT_CODE_WAIT, "the pod status shows no exit codes yet");
-                    }
-                }
-            }
-        }
+        self.fill_exit_codes(containers, &mut exits).await;
         Ok(exits)
     }
 

@@ -233,14 +233,14 @@ impl Inner {
                 continue;
             }
             let dir = ProcDir::new(&self.proc, pid);
-            if let Some(i) = s.seen.iter().rposition(|p| p.pid == pid) {
-                if !s.seen[i].exited() {
-                    if s.seen[i].name.is_none() || s.seen[i].root.is_none() {
-                        changed |= refresh(&dir, &mut s.seen[i]);
-                    }
-                    continue;
+            // A known pid whose process exited was recycled: track the new process below.
+            if let Some(i) = s.seen.iter().rposition(|p| p.pid == pid)
+                && !s.seen[i].exited()
+            {
+                if s.seen[i].name.is_none() || s.seen[i].root.is_none() {
+                    changed |= refresh(&dir, &mut s.seen[i]);
                 }
-                // The pid was recycled: fall through and track the new process.
+                continue;
             }
             match dir.ppid() {
                 Some((0, false)) => {}
@@ -288,11 +288,11 @@ impl Inner {
 /// then is final.
 fn refresh(dir: &ProcDir, p: &mut Seen) -> bool {
     let id = dir.identity();
-    if let Ok(r) = open_root(dir) {
-        if !exited(&p.pidfd) {
-            p.root = Some(Arc::new(r));
-            p.root_error = None;
-        }
+    if let Ok(r) = open_root(dir)
+        && !exited(&p.pidfd)
+    {
+        p.root = Some(Arc::new(r));
+        p.root_error = None;
     }
     if p.name.is_none() && id.name.is_some() && !exited(&p.pidfd) {
         p.name = id.name;

@@ -56,6 +56,10 @@ pub fn run(args: Args) -> i32 {
             }
         })
     })();
+    // Peak resident memory of the whole wait process (benchmarks read this line).
+    if let Ok(u) = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_SELF) {
+        tracing::info!(peak_rss_kib = u.max_rss(), "wait finished");
+    }
     match r {
         Ok(c) => c,
         Err(e) => super::fail(&paths, &e),
