@@ -215,3 +215,29 @@ fn item15_non_root_pods_and_mains_running_as_another_user() {
         assert_eq!(r.param("uid").as_deref(), Some("1234"), "{ex}: {}", r.dump());
     }
 }
+
+#[test]
+fn volume_outputs_example_reports_once_through_a_task_result() {
+    if !docker_available() {
+        return;
+    }
+    let r = run_support::run_file(&run_support::example("volume-outputs.yaml"), "pns", &[], None);
+    assert_eq!(r.phase(), "Succeeded", "{}", r.dump());
+    assert_eq!(r.param("answer").as_deref(), Some("42"));
+    let report = &r.json["report"];
+    assert_eq!(report["via"], "WorkflowTaskResult", "{}", r.dump());
+    assert_eq!(
+        report["completedLabels"],
+        serde_json::json!(["true"]),
+        "v3.3 executors write once"
+    );
+    let entries = run_support::tgz_entries(&r.artifact("report").expect("report artifact"));
+    assert!(
+        entries
+            .iter()
+            .any(|(n, d)| n == "report/data.txt" && d == b"rows\n"),
+        "{entries:?}"
+    );
+    // The exit code arrives from the pod status after the pidfd wake-up.
+    assert_eq!(r.json["exitCode"], 0, "{}", r.dump());
+}
