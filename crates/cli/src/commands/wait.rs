@@ -56,14 +56,15 @@ pub fn run(args: Args) -> i32 {
             }
         })
     })();
-    // Peak resident memory of the whole wait process (benchmarks read this line).
-    if let Ok(u) = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_SELF) {
-        tracing::info!(peak_rss_kib = u.max_rss(), "wait finished");
-    }
-    match r {
+    let code = match r {
         Ok(c) => c,
         Err(e) => super::fail(&paths, &e),
+    };
+    // Peak resident memory of the whole wait process (benchmarks read this line).
+    if let Ok(u) = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_SELF) {
+        tracing::info!(peak_rss_kib = u.max_rss(), code, "wait finished");
     }
+    code
 }
 
 /// The API reporter when an API server is configured, else the local file reporter.
