@@ -43,6 +43,14 @@ pub enum AnyRuntime {
     Pns(PnsExecutor),
 }
 
+/// Work a backend wants done before anything else in `wait`, given the executor name from
+/// `ARGO_CONTAINER_RUNTIME_EXECUTOR`: pns starts tracking processes.
+pub fn prestart(executor: Option<&str>) {
+    if executor == Some("pns") {
+        argoexec_backend_pns::start_early();
+    }
+}
+
 /// Choose and set up the backend for `kind`. The docker backend connects to
 /// [`DOCKER_SOCKET`] (override: `ARGOEXEC_DOCKER_SOCKET`) and finds the pod's containers by
 /// `env.namespace` (default `default`) and `env.pod_name`.

@@ -53,6 +53,30 @@ fn error(kind: ErrorKind, action: &'static str, container: &str, m: impl Into<St
     RuntimeError::new(kind, KIND, action, container, m)
 }
 
+/// The tracker started by [`start_early`], picked up by [`PnsExecutor::new`].
+static EARLY: std::sync::OnceLock<Tracker> = std::sync::OnceLock::new();
+
+fn tracker_from_env() -> std::io::Result<Tracker> {
+    let proc: PathBuf = std::env::var_os("ARGOEXEC_PNS_PROC").map_or_else(|| "/proc".into(), Into::into);
+    let interval = std::env::var("ARGOEXEC_PNS_SCAN_INTERVAL")
+        .ok()
+        .and_then(|v| argoexec_core::template::container::parse_go_duration(&v))
+        .unwrap_or(SCAN_INTERVAL);
+    Tracker::start(proc, interval)
+}
+
+/// Start tracking processes now, before the rest of wait's start-up (template, API client):
+/// a main that lives a few milliseconds may start meanwhile. Call it first thing in `wait`
+/// when the executor is pns; [`PnsExecutor::new`] then uses this tracker. A failure is left
+/// for [`PnsExecutor::new`] to report.
+pub fn start_early() {
+    if std::process::id() != 1
+        && let Ok(t) = tracker_from_env()
+    {
+        let _ = EARLY.set(t);
+    }
+}
+
 /// The pns backend for one pod.
 #[derive(Clone, Debug)]
 pub struct PnsExecutor {
@@ -78,13 +102,12 @@ impl PnsExecutor {
                 "process namespace sharing is not enabled on the pod (argoexec is PID 1): the pns executor needs `shareProcessNamespace: true`",
             ));
         }
-        let proc: PathBuf = std::env::var_os("ARGOEXEC_PNS_PROC").map_or_else(|| "/proc".into(), Into::into);
-        let interval = std::env::var("ARGOEXEC_PNS_SCAN_INTERVAL")
-            .ok()
-            .and_then(|v| argoexec_core::template::container::parse_go_duration(&v))
-            .unwrap_or(SCAN_INTERVAL);
-        let tracker = Tracker::start(proc, interval)
-            .map_err(|e| error(ErrorKind::Fatal, "start", "process tracker", e.to_string()))?;
+        let tracker = match EARLY.get() {
+            Some(t) => t.clone(),
+            None => tracker_from_env()
+                .map_err(|e| error(ErrorKind::Fatal, "start", "process tracker", e.to_string()))?,
+        };
+        let interval = tracker.interval();
         let api = if argoexec_kube::InClusterConfig::from_env(paths)
             .ok()
             .flatten()

@@ -97,6 +97,7 @@ pub struct Tracker {
 
 struct Inner {
     proc: PathBuf,
+    interval: Duration,
     me: i32,
     state: Mutex<State>,
     changed: watch::Sender<u64>,
@@ -129,6 +130,7 @@ impl Tracker {
         let (changed, _) = watch::channel(0);
         let inner = Arc::new(Inner {
             proc,
+            interval,
             me: std::process::id().try_into().unwrap_or(i32::MAX),
             state: Mutex::new(State::default()),
             changed,
@@ -156,6 +158,11 @@ impl Tracker {
             tracing::error!(error = %e, "cannot start the /proc scan thread; scanning on demand only");
         }
         Ok(Self { inner })
+    }
+
+    /// The scan interval.
+    pub fn interval(&self) -> Duration {
+        self.inner.interval
     }
 
     /// Declare the main containers; the background scan ends once all are mapped.

@@ -21,6 +21,8 @@ pub type Args = super::StepArgs;
 
 /// Run wait; returns the exit code.
 pub fn run(args: Args) -> i32 {
+    // Before any other start-up work: pns must see a quick main's process appear.
+    argoexec_backends::prestart(std::env::var("ARGO_CONTAINER_RUNTIME_EXECUTOR").ok().as_deref());
     let paths = PodPaths::from_env();
     nix::sys::stat::umask(nix::sys::stat::Mode::empty());
     let r = (|| -> anyhow::Result<i32> {
