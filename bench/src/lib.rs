@@ -31,6 +31,32 @@ pub fn parse_ts(s: &str) -> Option<i128> {
     Some(i128::from(secs) * 1_000_000_000 + i128::from(nanos))
 }
 
+/// The container ids `argoexec run --keep` printed on stderr ("containers kept: …").
+///
+/// # Errors
+/// When the line is missing.
+pub fn kept_ids(stderr: &str) -> Result<Vec<String>, String> {
+    Ok(stderr
+        .lines()
+        .find_map(|l| l.split_once("containers kept: ").map(|(_, r)| r.to_string()))
+        .ok_or("no kept containers")?
+        .split_whitespace()
+        .map(str::to_string)
+        .collect())
+}
+
+/// Stdout and stderr of `docker logs <id>`, concatenated.
+///
+/// # Errors
+/// When the Docker CLI cannot run.
+pub fn container_logs(id: &str) -> Result<String, String> {
+    let logs = std::process::Command::new(docker())
+        .args(["logs", id])
+        .output()
+        .map_err(|e| e.to_string())?;
+    Ok(String::from_utf8_lossy(&logs.stdout).to_string() + &String::from_utf8_lossy(&logs.stderr))
+}
+
 #[cfg(test)]
 mod tests {
     use super::parse_ts;

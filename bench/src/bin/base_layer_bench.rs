@@ -14,7 +14,7 @@
 use std::process::Command;
 use std::time::Instant;
 
-use argoexec_bench::{docker, parse_ts as ts};
+use argoexec_bench::{container_logs, docker, kept_ids, parse_ts as ts};
 use serde_json::Value;
 
 fn step(mib: u64) -> String {
@@ -52,25 +52,14 @@ fn one(bin: &str, ex: &str, wf: &std::path::Path, repo: &std::path::Path) -> Res
         .map_err(|e| e.to_string())?;
     let wall_s = started.elapsed().as_secs_f64();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let ids: Vec<String> = stderr
-        .lines()
-        .find_map(|l| l.split_once("containers kept: ").map(|(_, r)| r.to_string()))
-        .ok_or("no kept containers")?
-        .split_whitespace()
-        .map(str::to_string)
-        .collect();
+    let ids = kept_ids(&stderr)?;
     let result = (|| {
         let json: Value = serde_json::from_slice(&out.stdout).map_err(|e| e.to_string())?;
         if json["phase"] != "Succeeded" {
             return Err(format!("step {}: {}", json["phase"], json["message"]));
         }
         for id in &ids {
-            let logs = Command::new(docker())
-                .args(["logs", id])
-                .output()
-                .map_err(|e| e.to_string())?;
-            let text =
-                String::from_utf8_lossy(&logs.stdout).to_string() + &String::from_utf8_lossy(&logs.stderr);
+            let text = container_logs(id)?;
             let at = |needle: &str| {
                 text.lines()
                     .find(|l| l.contains(needle))

@@ -20,7 +20,7 @@
 use std::collections::BTreeMap;
 use std::process::Command;
 
-use argoexec_bench::{docker, parse_ts};
+use argoexec_bench::{container_logs, docker, kept_ids, parse_ts};
 use serde_json::Value;
 
 /// The step: main sleeps, then its last action writes `/h/stamp` on a host directory, whose
@@ -63,13 +63,7 @@ fn one(bin: &str, executor: &str, wf: &std::path::Path, stamp: &std::path::Path)
         .output()
         .map_err(|e| e.to_string())?;
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let ids: Vec<String> = stderr
-        .lines()
-        .find_map(|l| l.split_once("containers kept: ").map(|(_, r)| r.to_string()))
-        .ok_or("no kept containers")?
-        .split_whitespace()
-        .map(str::to_string)
-        .collect();
+    let ids = kept_ids(&stderr)?;
     let result = (|| {
         let json: Value = serde_json::from_slice(&out.stdout).map_err(|e| e.to_string())?;
         if json["phase"] != "Succeeded" {
@@ -90,12 +84,7 @@ fn one(bin: &str, executor: &str, wf: &std::path::Path, stamp: &std::path::Path)
             if name == "main" {
                 finished = v[0]["State"]["FinishedAt"].as_str().and_then(parse_ts);
             } else if name == "wait" {
-                let logs = Command::new(docker())
-                    .args(["logs", id])
-                    .output()
-                    .map_err(|e| e.to_string())?;
-                let text = String::from_utf8_lossy(&logs.stdout).to_string()
-                    + &String::from_utf8_lossy(&logs.stderr);
+                let text = container_logs(id)?;
                 // pns logs the pidfd wake-up first, then waits for exit codes from the
                 // pod status; the wake-up is when wait noticed.
                 noticed = ["main process exited (pidfd)", "main containers terminated"]

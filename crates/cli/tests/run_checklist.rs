@@ -8,18 +8,9 @@ mod run_support;
 use std::time::{Duration, Instant};
 
 use run_support::{
-    ALL_EXECUTORS, EXECUTORS, RunResult, STDOUT_ONLY, docker_available, only, run_file, run_yaml, tgz_entries,
+    ALL_EXECUTORS, EXECUTORS, RunResult, STDOUT_ONLY, docker_available, only, run_file, run_yaml,
+    tgz_entries, wf,
 };
-
-fn wf(name: &str, template: &str) -> String {
-    format!(
-        "apiVersion: argoproj.io/v1alpha1\nkind: Workflow\nmetadata:\n  generateName: {name}-\nspec:\n  entrypoint: main\n  templates:\n    - name: main\n{}",
-        template
-            .lines()
-            .map(|l| format!("      {l}\n"))
-            .collect::<String>()
-    )
-}
 
 fn each(yaml: &str, check: impl Fn(&str, &RunResult)) {
     each_of(&EXECUTORS, yaml, check);

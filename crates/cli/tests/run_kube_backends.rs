@@ -12,18 +12,8 @@
 mod run_support;
 
 use run_support::{
-    KUBE_EXECUTORS, RunResult, config_map, docker_available, example, only, run_file, run_yaml,
+    KUBE_EXECUTORS, RunResult, config_map, docker_available, example, only, run_file, run_yaml, wf,
 };
-
-fn wf(name: &str, template: &str) -> String {
-    format!(
-        "apiVersion: argoproj.io/v1alpha1\nkind: Workflow\nmetadata:\n  generateName: {name}-\nspec:\n  entrypoint: main\n  templates:\n    - name: main\n{}",
-        template
-            .lines()
-            .map(|l| format!("      {l}\n"))
-            .collect::<String>()
-    )
-}
 
 /// Request count for `endpoint`, `verb` and a path ending with `suffix`.
 fn requests(r: &RunResult, endpoint: &str, verb: &str, suffix: &str) -> u64 {

@@ -8,17 +8,7 @@ mod run_support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use run_support::{EXECUTORS, config_map, docker_available, only, run_yaml};
-
-fn wf(name: &str, template: &str) -> String {
-    format!(
-        "apiVersion: argoproj.io/v1alpha1\nkind: Workflow\nmetadata:\n  generateName: {name}-\nspec:\n  entrypoint: main\n  templates:\n    - name: main\n{}",
-        template
-            .lines()
-            .map(|l| format!("      {l}\n"))
-            .collect::<String>()
-    )
-}
+use run_support::{EXECUTORS, config_map, docker_available, only, run_yaml, wf};
 
 /// Every entry of a .tgz as (path, type, link target or contents).
 fn tgz(path: &std::path::Path) -> Vec<(String, tar::EntryType, Vec<u8>)> {

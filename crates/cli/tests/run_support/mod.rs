@@ -128,6 +128,18 @@ impl RunResult {
 }
 
 /// Write `yaml` to a temp file and run it.
+/// A one-template Workflow named `name-…` whose entrypoint template `main` is `template`
+/// (YAML, indented by this function).
+pub fn wf(name: &str, template: &str) -> String {
+    format!(
+        "apiVersion: argoproj.io/v1alpha1\nkind: Workflow\nmetadata:\n  generateName: {name}-\nspec:\n  entrypoint: main\n  templates:\n    - name: main\n{}",
+        template
+            .lines()
+            .map(|l| format!("      {l}\n"))
+            .collect::<String>()
+    )
+}
+
 /// Write a `workflow-controller-configmap` with `data` (already indented two spaces) into
 /// `dir`; returns its path for `--config`.
 pub fn config_map(dir: &tempfile::TempDir, data: &str) -> String {
