@@ -147,11 +147,6 @@ impl PnsExecutor {
         })
     }
 
-    /// The process tracker (for diagnostics and tests).
-    pub fn tracker(&self) -> &Tracker {
-        &self.tracker
-    }
-
     /// Name unnamed processes from the pod status's container ids; true when any was named.
     async fn resolve_ids(&self) -> bool {
         let Some(api) = &self.api else { return false };

@@ -16,7 +16,7 @@
 //! its cgroup names the process through the pod status.
 
 use std::collections::{HashMap, HashSet};
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -317,9 +317,4 @@ fn open_root(dir: &ProcDir) -> Result<OwnedFd, String> {
         Mode::empty(),
     )
     .map_err(|e| format!("open {}: {e}", path.display()))
-}
-
-/// Borrow helper for callers holding an `Arc<OwnedFd>`.
-pub fn fd(a: &Arc<OwnedFd>) -> std::os::fd::BorrowedFd<'_> {
-    a.as_ref().as_fd()
 }
