@@ -61,6 +61,28 @@ async fn finish(node: &LocalNode, run: argoexec_node::PodRun, state: &std::path:
     s
 }
 
+/// Follows the container's stdout (a Docker log stream, no polling) until `line` appears.
+async fn wait_for_log_line(node: &LocalNode, id: &str, line: &str) {
+    use futures::StreamExt;
+    let opts = bollard::query_parameters::LogsOptionsBuilder::new()
+        .follow(true)
+        .stdout(true)
+        .build();
+    let mut logs = node.docker().logs(id.trim_start_matches("docker://"), Some(opts));
+    let mut seen = String::new();
+    let found = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(frame) = logs.next().await {
+            seen.push_str(&frame.expect("log stream").to_string());
+            if seen.lines().any(|l| l.trim() == line) {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    assert_eq!(found, Ok(true), "{line:?} never printed; log so far: {seen:?}");
+}
+
 #[tokio::test]
 async fn init_runs_first_and_containers_share_volumes_and_pid_namespace() {
     if !docker_ready() {
@@ -217,7 +239,7 @@ async fn stop_is_a_deletion_and_missing_images_create_nothing() {
     let state = tempfile::tempdir().unwrap();
     let node = node("stop", state.path()).await;
     let p = pod(
-        "metadata: {name: t5}\nspec:\n  containers: [{name: main, image: busybox, command: [sh, -c, 'trap \"exit 143\" TERM; sleep 60 & wait']}]\n",
+        "metadata: {name: t5}\nspec:\n  containers: [{name: main, image: busybox, command: [sh, -c, 'trap \"exit 143\" TERM; echo trap-set; sleep 60 & wait']}]\n",
     );
     let run = node.start_pod(p).await.unwrap();
     let mut rx = run.status();
@@ -229,6 +251,10 @@ async fn stop_is_a_deletion_and_missing_images_create_nothing() {
     })
     .await
     .unwrap();
+    // "Running" means the process exists, not that its shell has installed the trap yet; a
+    // TERM before that is ignored by PID 1. Follow the log to the line printed after `trap`.
+    let id = run.container_id("main").expect("main has a container id");
+    wait_for_log_line(&node, &id, "trap-set").await;
     run.stop(Duration::from_secs(5));
     let s = finish(&node, run, state.path()).await;
     assert_eq!(s.phase.as_deref(), Some("Failed"));
