@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Creates the conformance suite's virtualenv (default .venv-conformance, override with
-# ARGOEXEC_VENV) with the exact pins of tests/conformance/requirements.txt. Idempotent: when
+# Usage: scripts/pyenv.sh [SUITE]   (SUITE: conformance (default), moto or awscli)
+# Creates the suite's virtualenv .venv-SUITE (for conformance, override with ARGOEXEC_VENV)
+# with the exact pins of tests/SUITE/requirements.txt. One venv per suite because the
+# kubernetes client, moto and awscli pin clashing versions of the same packages. Idempotent: when
 # the venv's stamp matches the requirements file (sha256) and the venv's interpreter still
 # runs, it returns at once. Otherwise the venv is recreated from scratch, so it never holds
 # anything but the pinned set. Python packages are only ever installed inside this venv.
@@ -8,8 +10,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-venv=${ARGOEXEC_VENV:-$PWD/.venv-conformance}
-req=tests/conformance/requirements.txt
+suite=${1:-conformance}
+case "$suite" in
+  conformance) venv=${ARGOEXEC_VENV:-$PWD/.venv-conformance} ;;
+  moto | awscli) venv=$PWD/.venv-$suite ;;
+  *) echo "pyenv: unknown suite $suite (conformance, moto, awscli)" >&2; exit 2 ;;
+esac
+req=tests/$suite/requirements.txt
 python=${ARGOEXEC_PYTHON:-python3}
 stamp="$venv/.argoexec-requirements.sha256"
 want=$(sha256sum "$req" | cut -d' ' -f1)

@@ -64,6 +64,28 @@ fn read_up_to(r: &mut impl Read, n: usize) -> std::io::Result<Vec<u8>> {
     Ok(buf)
 }
 
+/// Detect the format from the first bytes of a stream (`prefix` should hold at least the
+/// first 64 KiB, or everything when shorter): the same rules as [`detect`].
+pub fn detect_prefix(prefix: &[u8]) -> Format {
+    if prefix.starts_with(&[0x1f, 0x8b]) {
+        let mut gz = flate2::read::MultiGzDecoder::new(prefix);
+        let block = read_up_to(&mut gz, 512).unwrap_or_default();
+        return if is_tar_header(&block) {
+            Format::TarGz
+        } else {
+            Format::Other
+        };
+    }
+    if prefix.starts_with(b"PK\x03\x04") || prefix.starts_with(b"PK\x05\x06") {
+        return Format::Zip;
+    }
+    if is_tar_header(prefix) {
+        Format::Tar
+    } else {
+        Format::Other
+    }
+}
+
 /// Detect the format of `file` from its first bytes.
 ///
 /// # Errors
@@ -160,6 +182,11 @@ mod tests {
         );
         assert_eq!(detect(&put("zeros", &[0u8; 4096])).unwrap(), Format::Other);
         assert_eq!(detect(d.path()).unwrap(), Format::Other);
+        assert_eq!(detect_prefix(&tgz), Format::TarGz);
+        assert_eq!(detect_prefix(&tarball), Format::Tar);
+        assert_eq!(detect_prefix(b"PK\x03\x04rest"), Format::Zip);
+        assert_eq!(detect_prefix(&text_gz), Format::Other);
+        assert_eq!(detect_prefix(b""), Format::Other);
         assert!(detect(&d.path().join("missing")).unwrap_err().is_not_found());
     }
 }

@@ -17,16 +17,18 @@ mod safety;
 mod tree;
 mod tree_at;
 mod unpack;
+mod unpack_stream;
 mod write;
 mod zipfmt;
 
-pub use detect::{Format, detect};
+pub use detect::{Format, detect, detect_prefix};
 pub use error::ArchiveError;
 pub use extract::{extract_tar, extract_tar_gz};
 pub use pgzip::{GzipOptions, ParallelGzWriter};
 pub use safety::sanitize_entry_path;
 pub use tree_at::open_in_root;
 pub use unpack::{Strategy, unpack_input};
+pub use unpack_stream::{Unpacked, unpack_input_stream};
 pub use write::{write_tar, write_tar_gz, write_tar_gz_in_root, write_tar_gz_with};
 pub use zipfmt::{extract_zip, write_zip};
 

@@ -41,14 +41,14 @@ pub enum Strategy {
     None,
 }
 
-fn with_suffix(p: &Path, s: &str) -> PathBuf {
+pub(crate) fn with_suffix(p: &Path, s: &str) -> PathBuf {
     let mut o = p.as_os_str().to_owned();
     o.push(s);
     PathBuf::from(o)
 }
 
 /// Remove whatever is at `p` (file, symlink or directory tree), ignoring absence.
-fn remove_any(p: &Path) {
+pub(crate) fn remove_any(p: &Path) {
     match fs::symlink_metadata(p) {
         Ok(m) if m.is_dir() => {
             let _ = fs::remove_dir_all(p);
@@ -60,7 +60,7 @@ fn remove_any(p: &Path) {
     }
 }
 
-fn is_empty_dir(p: &Path) -> bool {
+pub(crate) fn is_empty_dir(p: &Path) -> bool {
     fs::symlink_metadata(p).is_ok_and(|m| m.is_dir()) && fs::read_dir(p).is_ok_and(|mut d| d.next().is_none())
 }
 
@@ -86,7 +86,7 @@ fn copy_tree(src: &Path, dest: &Path) -> Result<(), ArchiveError> {
 }
 
 /// Rename `src` to the absent path `dest`; across filesystems copy then remove `src`.
-fn move_path(src: &Path, dest: &Path) -> Result<(), ArchiveError> {
+pub(crate) fn move_path(src: &Path, dest: &Path) -> Result<(), ArchiveError> {
     match fs::rename(src, dest) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::CrossesDevices => {
@@ -103,7 +103,7 @@ fn move_path(src: &Path, dest: &Path) -> Result<(), ArchiveError> {
 
 /// Move the extracted content `src` into the existing empty directory `dest`; on failure,
 /// `dest` is emptied again.
-fn merge_into(src: &Path, dest: &Path) -> Result<(), ArchiveError> {
+pub(crate) fn merge_into(src: &Path, dest: &Path) -> Result<(), ArchiveError> {
     let is_dir = fs::symlink_metadata(src).is_ok_and(|m| m.is_dir());
     let items: Vec<(PathBuf, PathBuf)> = if is_dir {
         let mut v = Vec::new();

@@ -1,134 +1,133 @@
-//! Artifact drivers behind one trait, [`ArtifactDriver`].
+//! Artifact drivers behind one trait, [`ArtifactDriver`], each bound to one location.
 //!
-//! A driver moves bytes between a repository location and a local path. In this crate:
-//! [`raw`] (inline data, load only) and [`local`] (a reachable filesystem path; the
-//! argoexec-rs extension `local:` used by `argoexec run`). S3 and the other repositories come
-//! behind the same trait later. [`AnyDriver`] selects a driver from a location, and a
-//! location kind without a driver is a clear [`ArtifactError::NoDriver`], never a silent skip.
+//! [`AnyDriver::for_location`] picks the driver for an Argo artifact location: [`raw`]
+//! (inline data, load only), [`local`] (a reachable filesystem path; the argoexec-rs
+//! extension used by `argoexec run`), [`s3`], [`gcs`] and [`azure`] (on `object_store`, via
+//! the shared [`store`] transfer engine) and [`http`] (HTTP(S) and Artifactory: GET to load,
+//! PUT to save). A location kind without a driver (git, hdfs, oss, plugin) is a clear
+//! [`ArtifactError::NoDriver`], never a silent skip.
+//!
+//! Transfers stream: uploads go part by part into multipart uploads with at most
+//! part size × parallelism bytes in memory ([`Settings`]); large downloads are fetched as
+//! parallel ranges, either written in place ([`ArtifactDriver::load`]) or delivered in order
+//! as a stream ([`ArtifactDriver::open`]) for extraction while downloading. Transient errors
+//! are retried with backoff; 401/403 become [`ArtifactError::Denied`], absence
+//! [`ArtifactError::NotFound`]. A failed save never leaves a complete-looking object.
 
+mod any;
+pub mod azure;
+mod client;
+mod error;
+pub mod gcs;
+pub mod http;
 pub mod local;
+pub mod pipe;
+mod progress;
 pub mod raw;
+pub mod s3;
+mod settings;
+pub mod store;
+pub mod walk;
 
 use std::future::Future;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use argoexec_core::template::ArtifactLocation;
+pub use any::AnyDriver;
+pub use error::ArtifactError;
+pub use progress::Progress;
+pub use settings::{MIN_PART_SIZE, Settings, parse_size};
 
-/// Errors of artifact drivers.
-#[derive(Debug, thiserror::Error)]
-pub enum ArtifactError {
-    /// The artifact does not exist in the repository (optional artifacts are skipped).
-    #[error("artifact not found at {location}")]
-    NotFound {
-        /// The location, readable.
-        location: String,
+/// A stream of bytes (an artifact being read, or produced for upload).
+pub type ByteStream = futures::stream::BoxStream<'static, std::io::Result<bytes::Bytes>>;
+
+/// What [`ArtifactDriver::open`] found.
+pub enum Opened {
+    /// A single object, as a stream (in order), with its size when known.
+    Stream {
+        /// Total size in bytes, when the repository said.
+        size: Option<u64>,
+        /// The content.
+        body: ByteStream,
     },
-    /// The location kind has no driver in this build.
-    #[error("no artifact driver for {kind:?} locations in this build (available: raw, local)")]
-    NoDriver {
-        /// The kind (`gcs`, `http`, …).
-        kind: String,
-    },
-    /// The artifact has no location at all.
-    #[error("artifact has no location (raw, local, s3, …)")]
-    NoLocation,
-    /// The driver cannot do this (e.g. save to raw).
-    #[error("the {driver} driver cannot {action}")]
-    Unsupported {
-        /// Driver name.
-        driver: &'static str,
-        /// The operation.
-        action: &'static str,
-    },
-    /// An I/O failure.
-    #[error("{action} {}: {source}", path.display())]
-    Io {
-        /// What was being done.
-        action: &'static str,
-        /// The path.
-        path: PathBuf,
-        /// The error.
-        #[source]
-        source: std::io::Error,
-    },
+    /// A directory artifact (a key prefix with objects under it): use
+    /// [`ArtifactDriver::load`].
+    Directory,
 }
 
-impl ArtifactError {
-    /// True for [`ArtifactError::NotFound`].
-    pub fn is_not_found(&self) -> bool {
-        matches!(self, Self::NotFound { .. })
-    }
-
-    pub(crate) fn io(action: &'static str, path: &Path, source: std::io::Error) -> Self {
-        Self::Io {
-            action,
-            path: path.to_path_buf(),
-            source,
+impl std::fmt::Debug for Opened {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Stream { size, .. } => f.debug_struct("Stream").field("size", size).finish(),
+            Self::Directory => f.write_str("Directory"),
         }
     }
 }
 
-/// Moves artifacts between a repository location and local paths.
+/// What [`ArtifactDriver::load`] wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Loaded {
+    /// One file, of this many bytes.
+    File(u64),
+    /// A directory tree with this many files.
+    Directory(usize),
+}
+
+/// Moves one artifact between its repository location and local paths.
 pub trait ArtifactDriver: Send + Sync {
-    /// Download the artifact at `loc` to `dest` (a file, or a directory for directory
-    /// artifacts). `dest` must not exist yet.
+    /// Open the artifact for reading in order (streaming extraction).
     ///
     /// # Errors
     /// [`ArtifactError::NotFound`] when absent, otherwise a driver error.
-    fn load(
-        &self,
-        loc: &ArtifactLocation,
-        dest: &Path,
-    ) -> impl Future<Output = Result<(), ArtifactError>> + Send;
+    fn open(&self) -> impl Future<Output = Result<Opened, ArtifactError>> + Send;
 
-    /// Upload the file or directory `src` to `loc`.
+    /// Download the artifact to `dest` (a file, or a directory for directory artifacts);
+    /// `dest` must not exist yet. Partial output is removed on failure.
     ///
     /// # Errors
-    /// A driver error; nothing is left at `loc` looking complete on failure.
-    fn save(
-        &self,
-        src: &Path,
-        loc: &ArtifactLocation,
-    ) -> impl Future<Output = Result<(), ArtifactError>> + Send;
-}
+    /// [`ArtifactError::NotFound`] when absent, otherwise a driver error.
+    fn load(&self, dest: &Path) -> impl Future<Output = Result<Loaded, ArtifactError>> + Send;
 
-/// Every built driver.
-#[derive(Debug, Clone, Copy)]
-pub enum AnyDriver {
-    /// Inline data.
-    Raw(raw::RawDriver),
-    /// Local filesystem.
-    Local(local::LocalDriver),
-}
-
-impl AnyDriver {
-    /// The driver for `loc`.
+    /// Upload the file or directory `src` (a directory: every regular file under it, each
+    /// its own object, in parallel). Returns the bytes sent.
     ///
     /// # Errors
-    /// [`ArtifactError::NoLocation`] or [`ArtifactError::NoDriver`].
-    pub fn for_location(loc: &ArtifactLocation) -> Result<Self, ArtifactError> {
-        match loc.kind_name() {
-            Some("raw") => Ok(Self::Raw(raw::RawDriver)),
-            Some("local") => Ok(Self::Local(local::LocalDriver)),
-            Some(other) => Err(ArtifactError::NoDriver {
-                kind: other.to_string(),
-            }),
-            None => Err(ArtifactError::NoLocation),
-        }
-    }
+    /// A driver error; nothing is left at the location looking complete.
+    fn save(&self, src: &Path) -> impl Future<Output = Result<u64, ArtifactError>> + Send;
+
+    /// Upload a stream of unknown length as one object. Returns the bytes sent.
+    ///
+    /// # Errors
+    /// A driver error, or the stream's own error; nothing is left looking complete.
+    fn save_stream(&self, body: ByteStream) -> impl Future<Output = Result<u64, ArtifactError>> + Send;
+
+    /// Whether the artifact exists (a file, or a directory with at least one object).
+    ///
+    /// # Errors
+    /// A driver error other than absence.
+    fn exists(&self) -> impl Future<Output = Result<bool, ArtifactError>> + Send;
+
+    /// The files of the artifact, relative to its location (`[""]` for a single file).
+    ///
+    /// # Errors
+    /// [`ArtifactError::NotFound`] when absent.
+    fn list(&self) -> impl Future<Output = Result<Vec<String>, ArtifactError>> + Send;
+
+    /// Delete the artifact (every object of a directory artifact); absent is success.
+    ///
+    /// # Errors
+    /// A driver error.
+    fn delete(&self) -> impl Future<Output = Result<(), ArtifactError>> + Send;
 }
 
-impl ArtifactDriver for AnyDriver {
-    async fn load(&self, loc: &ArtifactLocation, dest: &Path) -> Result<(), ArtifactError> {
-        match self {
-            Self::Raw(d) => d.load(loc, dest).await,
-            Self::Local(d) => d.load(loc, dest).await,
-        }
-    }
-    async fn save(&self, src: &Path, loc: &ArtifactLocation) -> Result<(), ArtifactError> {
-        match self {
-            Self::Raw(d) => d.save(src, loc).await,
-            Self::Local(d) => d.save(src, loc).await,
-        }
-    }
+/// Run a blocking filesystem job on tokio's blocking pool.
+pub(crate) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, ArtifactError> + Send + 'static,
+) -> Result<T, ArtifactError> {
+    tokio::task::spawn_blocking(f).await.unwrap_or_else(|e| {
+        Err(ArtifactError::io(
+            "run a blocking job",
+            Path::new("-"),
+            std::io::Error::other(e.to_string()),
+        ))
+    })
 }

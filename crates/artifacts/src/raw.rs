@@ -1,30 +1,69 @@
 //! The raw driver: inline artifact data (`raw: {data: …}`), load only.
 
-use super::{ArtifactDriver, ArtifactError};
-use argoexec_core::template::ArtifactLocation;
 use std::path::Path;
 
-/// Writes inline data to the destination.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct RawDriver;
+use crate::{ArtifactDriver, ArtifactError, ByteStream, Loaded, Opened};
+
+/// Inline data of one artifact.
+#[derive(Debug, Clone)]
+pub struct RawDriver {
+    data: bytes::Bytes,
+}
+
+impl RawDriver {
+    /// The driver for this data.
+    pub fn new(data: &str) -> Self {
+        Self {
+            data: bytes::Bytes::copy_from_slice(data.as_bytes()),
+        }
+    }
+}
+
+fn read_only() -> ArtifactError {
+    ArtifactError::Unsupported {
+        driver: "raw",
+        action: "save or delete artifacts (raw artifacts are inline data)",
+    }
+}
 
 impl ArtifactDriver for RawDriver {
-    async fn load(&self, loc: &ArtifactLocation, dest: &Path) -> Result<(), ArtifactError> {
-        let raw = loc.raw.as_ref().ok_or(ArtifactError::NoLocation)?;
+    async fn open(&self) -> Result<Opened, ArtifactError> {
+        let data = self.data.clone();
+        Ok(Opened::Stream {
+            size: Some(data.len() as u64),
+            body: Box::pin(futures::stream::iter([Ok(data)])),
+        })
+    }
+
+    async fn load(&self, dest: &Path) -> Result<Loaded, ArtifactError> {
         if let Some(parent) = dest.parent() {
             tokio::fs::create_dir_all(parent)
                 .await
                 .map_err(|e| ArtifactError::io("create", parent, e))?;
         }
-        tokio::fs::write(dest, raw.data.as_bytes())
+        tokio::fs::write(dest, &self.data)
             .await
-            .map_err(|e| ArtifactError::io("write raw artifact to", dest, e))
+            .map_err(|e| ArtifactError::io("write raw artifact to", dest, e))?;
+        Ok(Loaded::File(self.data.len() as u64))
     }
 
-    async fn save(&self, _src: &Path, _loc: &ArtifactLocation) -> Result<(), ArtifactError> {
-        Err(ArtifactError::Unsupported {
-            driver: "raw",
-            action: "save artifacts",
-        })
+    async fn save(&self, _src: &Path) -> Result<u64, ArtifactError> {
+        Err(read_only())
+    }
+
+    async fn save_stream(&self, _body: ByteStream) -> Result<u64, ArtifactError> {
+        Err(read_only())
+    }
+
+    async fn exists(&self) -> Result<bool, ArtifactError> {
+        Ok(true)
+    }
+
+    async fn list(&self) -> Result<Vec<String>, ArtifactError> {
+        Ok(vec![String::new()])
+    }
+
+    async fn delete(&self) -> Result<(), ArtifactError> {
+        Err(read_only())
     }
 }

@@ -15,7 +15,11 @@ pub use container::{
     UserContainer, VolumeMount,
 };
 pub use io::{ArchiveKind, ArchiveStrategy, Artifact, Inputs, Outputs, Parameter, TarStrategy, ValueFrom};
-pub use location::{ArchiveLocation, ArtifactLocation, LocalArtifact, RawArtifact, S3Artifact};
+pub use location::{
+    ArchiveLocation, ArtifactLocation, ArtifactoryArtifact, AzureArtifact, BasicAuth, GcsArtifact,
+    HttpArtifact, HttpAuth, HttpHeader, LocalArtifact, RawArtifact, S3Artifact, S3Encryption,
+    SecretKeySelector,
+};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};

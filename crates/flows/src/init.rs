@@ -14,7 +14,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use argoexec_archive::Strategy;
-use argoexec_artifacts::{AnyDriver, ArtifactDriver};
+use argoexec_artifacts::{AnyDriver, ArtifactDriver, Opened};
 use argoexec_core::ExecutorKind;
 use argoexec_core::protocol::write_atomic;
 use argoexec_core::template::Artifact;
@@ -106,24 +106,62 @@ async fn load_artifact(ctx: &StepContext, art: &Artifact) -> Result<(), FlowErro
         return Err(fail("required artifact not supplied".into()));
     }
     let dest = input_destination(ctx, art).ok_or_else(|| fail("input artifact has no path".into()))?;
-    let driver = AnyDriver::for_location(&art.location).map_err(|e| fail(e.to_string()))?;
+    let driver = AnyDriver::for_location(&art.location, &ctx.artifacts).map_err(|e| fail(e.to_string()))?;
     let download = sibling(&dest, ".download");
     let _ = tokio::fs::remove_file(&download).await;
-    if let Err(e) = driver.load(&art.location, &download).await {
-        if e.is_not_found() && art.optional {
-            tracing::warn!(artifact = %art.name, error = %e, "optional input artifact not found; skipping");
-            return Ok(());
-        }
-        return Err(fail(e.to_string()));
-    }
     let strategy = match &art.archive {
         None => Strategy::Auto,
         Some(a) if a.none.is_some() && a.tar.is_none() => Strategy::None,
         Some(a) if a.zip.is_some() && a.tar.is_none() => Strategy::Zip,
         Some(_) => Strategy::Tar,
     };
+    let skip_missing = |e: &argoexec_artifacts::ArtifactError| {
+        let skip = e.is_not_found() && art.optional;
+        if skip {
+            tracing::warn!(artifact = %art.name, error = %e, "optional input artifact not found; skipping");
+        }
+        skip
+    };
+    // Files that may be archives stream straight into extraction; `archive: none` files
+    // and directory artifacts are downloaded (ranges in parallel, written in place).
+    let opened = if strategy == Strategy::None {
+        None
+    } else {
+        match driver.open().await {
+            Ok(o) => Some(o),
+            Err(e) if skip_missing(&e) => return Ok(()),
+            Err(e) => return Err(fail(e.to_string())),
+        }
+    };
     let (mode, recurse) = (art.mode, art.recurse_mode.unwrap_or(false));
     let name = art.name.clone();
+    if let Some(Opened::Stream { body, .. }) = opened {
+        let reader = tokio_util::io::SyncIoBridge::new(tokio_util::io::StreamReader::new(body));
+        let (d, n) = (dest.clone(), name.clone());
+        return blocking(move || {
+            let how = argoexec_archive::unpack_input_stream(
+                std::io::BufReader::with_capacity(1 << 20, reader),
+                &d,
+                strategy,
+                &download,
+            )
+            .map_err(|e| FlowError::InputArtifact {
+                name: n.clone(),
+                message: e.to_string(),
+            })?;
+            if let Some(mode) = mode {
+                chmod(&d, mode, recurse)?;
+            }
+            tracing::info!(artifact = %n, dest = %d.display(), how = ?how, "loaded input artifact");
+            Ok(())
+        })
+        .await;
+    }
+    match driver.load(&download).await {
+        Ok(_) => {}
+        Err(e) if skip_missing(&e) => return Ok(()),
+        Err(e) => return Err(fail(e.to_string())),
+    }
     blocking(move || {
         let is_dir = std::fs::symlink_metadata(&download)
             .map(|m| m.is_dir())

@@ -22,6 +22,8 @@ pub struct StepContext {
     pub env: ExecutorEnv,
     /// The resolved template.
     pub template: Template,
+    /// Artifact transfer settings (part size, parallelism, retries, secrets mount).
+    pub artifacts: std::sync::Arc<argoexec_artifacts::Settings>,
 }
 
 /// Errors of the flows. Each names the artifact, parameter or file it concerns.

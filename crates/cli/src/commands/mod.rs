@@ -53,9 +53,14 @@ pub fn bootstrap(
     let (template, source) = argoexec_core::env::load_template(paths, |k| std::env::var(k).ok(), annotations)
         .context("cannot load the template")?;
     tracing::debug!(?source, template = %template.name, "loaded template");
+    let artifacts = argoexec_artifacts::Settings {
+        paths: paths.clone(),
+        ..argoexec_artifacts::Settings::from_env().context("bad artifact transfer settings")?
+    };
     Ok(argoexec_flows::StepContext {
         paths: paths.clone(),
         env,
         template,
+        artifacts: std::sync::Arc::new(artifacts),
     })
 }

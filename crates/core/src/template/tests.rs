@@ -101,5 +101,5 @@ fn child_location_derives_key() {
     let s3: ArtifactLocation = serde_json::from_str(r#"{"s3": {"key": "wf/pod", "bucket": "b"}}"#).unwrap();
     let c = s3.child("x.tgz").unwrap();
     assert_eq!(c.s3.as_ref().unwrap().key, "wf/pod/x.tgz");
-    assert_eq!(c.s3.unwrap().extra["bucket"], "b");
+    assert_eq!(c.s3.unwrap().bucket.as_deref(), Some("b"));
 }

@@ -1,7 +1,9 @@
 //! Output artifacts: stage, archive by strategy, upload, report with the final location.
 //!
-//! - Volume path (`/mainctrfs` mirror): `tar` → tar.gz at the requested level; `none` → the
-//!   file or directory as is; `zip` → a zip.
+//! - Volume path (`/mainctrfs` mirror): `tar` → tar.gz at the requested level, written by
+//!   the multi-core compressor straight into the upload (no copy on disk); `none` → the
+//!   file or directory as is (a directory: each file its own object, in parallel); `zip` →
+//!   a staged zip.
 //! - Base-layer path: the seam's `copy_file` produces a tar.gz; for `none`/`zip` it is
 //!   unpacked in the staging dir (a single file keeps its basename, for mime detection) and,
 //!   for `zip`, re-zipped.
@@ -87,6 +89,9 @@ async fn save_one<R: RuntimeExecutor>(
         if tokio::fs::symlink_metadata(&src).await.is_err() {
             return Err(Skip::Missing(format!("{} does not exist", path.display())));
         }
+        if let ArchiveKind::TarGz(l) = kind {
+            return stream_tar_gz(ctx, art, src, l).await.map_err(Skip::Failed);
+        }
         let name = art.name.clone();
         let st = staging.clone();
         blocking(move || archive_volume_path(&src, &st, &name, kind))
@@ -98,12 +103,46 @@ async fn save_one<R: RuntimeExecutor>(
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let location = destination(ctx, art, &file_name).map_err(fail)?;
-    let driver = AnyDriver::for_location(&location).map_err(|e| fail(e.to_string()))?;
+    let driver = AnyDriver::for_location(&location, &ctx.artifacts).map_err(|e| fail(e.to_string()))?;
     driver
-        .save(&staged, &location)
+        .save(&staged)
         .await
         .map_err(|e| fail(format!("upload: {e}")))?;
     tracing::info!(artifact = %art.name, file = %file_name, "saved output artifact");
+    let mut reported = art.clone();
+    reported.location = location;
+    Ok(reported)
+}
+
+/// Tar and gzip `src` (multi-core) straight into the upload: no archive copy on disk.
+async fn stream_tar_gz(
+    ctx: &StepContext,
+    art: &Artifact,
+    src: PathBuf,
+    level: Option<i32>,
+) -> Result<Artifact, FlowError> {
+    let fail = |message: String| FlowError::OutputArtifact {
+        name: art.name.clone(),
+        message,
+    };
+    let file_name = format!("{}.tgz", art.name);
+    let location = destination(ctx, art, &file_name).map_err(fail)?;
+    let driver = AnyDriver::for_location(&location, &ctx.artifacts).map_err(|e| fail(e.to_string()))?;
+    let (writer, failer, body) = argoexec_artifacts::pipe::pipe(4);
+    let level = level.map(|l| argoexec_archive::gzip_level(Some(l)));
+    let producer = tokio::task::spawn_blocking(move || {
+        let r = argoexec_archive::write_tar_gz(&src, writer, level);
+        if let Err(e) = &r {
+            failer.fail(std::io::Error::other(e.to_string()));
+        }
+        r
+    });
+    let sent = driver.save_stream(body).await;
+    let produced = producer.await.map_err(|e| fail(format!("archive task: {e}")))?;
+    // The archive's own error says more than the upload's "the producer failed".
+    produced.map_err(|e| archive_error(&art.name, e))?;
+    let bytes = sent.map_err(|e| fail(format!("upload: {e}")))?;
+    tracing::info!(artifact = %art.name, file = %file_name, bytes, "saved output artifact (streamed)");
     let mut reported = art.clone();
     reported.location = location;
     Ok(reported)

@@ -38,15 +38,6 @@ async fn save_one<R: RuntimeExecutor>(
         .await
         .map_err(|e| FlowError::io("create", &dir, e))?;
     let file_name = format!("{ctr}.log");
-    let staged = dir.join(&file_name);
-    let mut stream = runtime.output_stream(ctr, StreamKind::Combined).await?;
-    let mut f = tokio::fs::File::create(&staged)
-        .await
-        .map_err(|e| FlowError::io("create", &staged, e))?;
-    tokio::io::copy(&mut stream, &mut f)
-        .await
-        .map_err(|e| FlowError::io("write", &staged, e))?;
-    drop(f);
     let arch = ctx
         .template
         .archive_location
@@ -56,9 +47,12 @@ async fn save_one<R: RuntimeExecutor>(
         .location
         .child(&file_name)
         .ok_or_else(|| fail("cannot derive a key for the logs".into()))?;
-    let driver = AnyDriver::for_location(&location).map_err(|e| fail(e.to_string()))?;
+    let driver = AnyDriver::for_location(&location, &ctx.artifacts).map_err(|e| fail(e.to_string()))?;
+    // The log streams from the runtime straight into the upload.
+    let stream = runtime.output_stream(ctr, StreamKind::Combined).await?;
+    let body = tokio_util::io::ReaderStream::with_capacity(stream, 1 << 20);
     driver
-        .save(&staged, &location)
+        .save_stream(Box::pin(body))
         .await
         .map_err(|e| fail(format!("upload: {e}")))?;
     Ok(Artifact {

@@ -1,0 +1,202 @@
+//! [`Settings`]: how transfers run (part size, parallelism, retries, progress) and where
+//! mounted secrets are, read once from the environment of init or wait.
+//!
+//! | variable | default | meaning |
+//! |---|---|---|
+//! | `ARGOEXEC_ARTIFACT_PART_SIZE` | `16Mi` | multipart part and download range size (≥ 5 MiB for S3) |
+//! | `ARGOEXEC_ARTIFACT_PARALLELISM` | `4` | parts or ranges in flight per transfer; files in flight for directories |
+//! | `ARGOEXEC_ARTIFACT_RETRIES` | `8` | retries of a failed request (transient errors only) |
+//! | `ARGOEXEC_ARTIFACT_RETRY_TIMEOUT` | `3m` | give up retrying a request after this long |
+//! | `ARGOEXEC_ARTIFACT_PROGRESS_INTERVAL` | `10s` | a progress line per transfer at most this often |
+//!
+//! Memory of one transfer is bounded by part size × parallelism (64 MiB by default) plus
+//! the compressor's buffers, whatever the artifact's size.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use argoexec_core::PodPaths;
+use argoexec_core::template::SecretKeySelector;
+
+use crate::ArtifactError;
+
+/// S3's smallest part (all parts but the last).
+pub const MIN_PART_SIZE: usize = 5 << 20;
+
+/// Transfer settings shared by every driver.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Where secrets are mounted (`/argo/secret` under the pod root).
+    pub paths: PodPaths,
+    /// Multipart part size and download range size, in bytes.
+    pub part_size: usize,
+    /// Parts, ranges or files in flight at once.
+    pub parallelism: usize,
+    /// Retries of one request.
+    pub retries: usize,
+    /// Stop retrying a request after this long.
+    pub retry_timeout: Duration,
+    /// Progress line interval.
+    pub progress_interval: Duration,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            paths: PodPaths::default(),
+            part_size: 16 << 20,
+            parallelism: 4,
+            retries: 8,
+            retry_timeout: Duration::from_secs(180),
+            progress_interval: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Parse `16Mi`, `8MiB`, `10M`, `1048576`.
+pub fn parse_size(s: &str) -> Option<usize> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let n: usize = num.parse().ok()?;
+    let mult: usize = match unit.trim() {
+        "" | "B" => 1,
+        "Ki" | "KiB" | "K" | "KB" | "k" => 1 << 10,
+        "Mi" | "MiB" | "M" | "MB" => 1 << 20,
+        "Gi" | "GiB" | "G" | "GB" => 1 << 30,
+        _ => return None,
+    };
+    n.checked_mul(mult)
+}
+
+impl Settings {
+    /// Defaults overridden by the `ARGOEXEC_ARTIFACT_*` variables (see the module table);
+    /// `paths` from `ARGOEXEC_PATH_ROOT`.
+    ///
+    /// # Errors
+    /// A variable that does not parse, naming it.
+    pub fn from_env() -> Result<Self, ArtifactError> {
+        let mut s = Self {
+            paths: PodPaths::from_env(),
+            ..Self::default()
+        };
+        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+        let bad = |k: &str, v: &str, want: &str| {
+            ArtifactError::config("transfer", format!("{k}={v:?}: expected {want}"))
+        };
+        if let Some(v) = var("ARGOEXEC_ARTIFACT_PART_SIZE") {
+            s.part_size = parse_size(&v)
+                .filter(|n| *n >= MIN_PART_SIZE)
+                .ok_or_else(|| bad("ARGOEXEC_ARTIFACT_PART_SIZE", &v, "a size of at least 5Mi"))?;
+        }
+        if let Some(v) = var("ARGOEXEC_ARTIFACT_PARALLELISM") {
+            s.parallelism = v
+                .trim()
+                .parse()
+                .ok()
+                .filter(|n| (1..=64).contains(n))
+                .ok_or_else(|| bad("ARGOEXEC_ARTIFACT_PARALLELISM", &v, "1 to 64"))?;
+        }
+        if let Some(v) = var("ARGOEXEC_ARTIFACT_RETRIES") {
+            s.retries = v
+                .trim()
+                .parse()
+                .ok()
+                .filter(|n| *n <= 100)
+                .ok_or_else(|| bad("ARGOEXEC_ARTIFACT_RETRIES", &v, "0 to 100"))?;
+        }
+        let duration = |k: &str| -> Result<Option<Duration>, ArtifactError> {
+            match var(k) {
+                None => Ok(None),
+                Some(v) => argoexec_core::template::container::parse_go_duration(&v)
+                    .map(Some)
+                    .ok_or_else(|| bad(k, &v, "a duration such as 30s or 2m")),
+            }
+        };
+        if let Some(d) = duration("ARGOEXEC_ARTIFACT_RETRY_TIMEOUT")? {
+            s.retry_timeout = d;
+        }
+        if let Some(d) = duration("ARGOEXEC_ARTIFACT_PROGRESS_INTERVAL")? {
+            s.progress_interval = d.max(Duration::from_millis(100));
+        }
+        Ok(s)
+    }
+
+    /// Bytes in flight at most per transfer.
+    pub fn memory_budget(&self) -> usize {
+        self.part_size * self.parallelism
+    }
+
+    /// Where the secret key is mounted.
+    pub fn secret_path(&self, sel: &SecretKeySelector) -> PathBuf {
+        self.paths.secret(&sel.name, &sel.key)
+    }
+
+    /// Read a mounted secret value exactly.
+    ///
+    /// # Errors
+    /// [`ArtifactError::Secret`] naming the secret, key and path.
+    pub fn secret_bytes(&self, sel: &SecretKeySelector) -> Result<Vec<u8>, ArtifactError> {
+        let path = self.secret_path(sel);
+        std::fs::read(&path).map_err(|source| ArtifactError::Secret {
+            name: sel.name.clone(),
+            key: sel.key.clone(),
+            path,
+            source,
+        })
+    }
+
+    /// Read a credential (access key, password, token): UTF-8 with surrounding whitespace
+    /// trimmed — a trailing newline from `kubectl create secret --from-file` is the most
+    /// common cause of "signature does not match", and no credential contains whitespace.
+    ///
+    /// # Errors
+    /// [`ArtifactError::Secret`].
+    pub fn credential(&self, sel: &SecretKeySelector) -> Result<String, ArtifactError> {
+        let bytes = self.secret_bytes(sel)?;
+        String::from_utf8(bytes)
+            .map(|s| s.trim().to_string())
+            .map_err(|e| ArtifactError::Secret {
+                name: sel.name.clone(),
+                key: sel.key.clone(),
+                path: self.secret_path(sel),
+                source: std::io::Error::new(std::io::ErrorKind::InvalidData, e.utf8_error()),
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("16Mi"), Some(16 << 20));
+        assert_eq!(parse_size("8MiB"), Some(8 << 20));
+        assert_eq!(parse_size("1048576"), Some(1 << 20));
+        assert_eq!(parse_size("1Gi"), Some(1 << 30));
+        assert_eq!(parse_size("x"), None);
+        assert_eq!(parse_size("5Qi"), None);
+    }
+
+    #[test]
+    fn credentials_are_trimmed_and_missing_ones_named() {
+        let d = tempfile::tempdir().unwrap();
+        let s = Settings {
+            paths: PodPaths::new(d.path()),
+            ..Settings::default()
+        };
+        let sel = SecretKeySelector {
+            name: "creds".into(),
+            key: "accessKey".into(),
+        };
+        let e = s.credential(&sel).unwrap_err().to_string();
+        assert!(
+            e.contains("\"creds\"") && e.contains("argo/secret/creds/accessKey"),
+            "{e}"
+        );
+        std::fs::create_dir_all(d.path().join("argo/secret/creds")).unwrap();
+        std::fs::write(d.path().join("argo/secret/creds/accessKey"), "AKID\n").unwrap();
+        assert_eq!(s.credential(&sel).unwrap(), "AKID");
+    }
+}

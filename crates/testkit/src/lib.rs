@@ -1,0 +1,23 @@
+//! Real servers for tests and benchmarks, started on loopback and gone with the process:
+//! [`moto::Moto`] (an S3 server with signature checking on) and [`files::FileServer`]
+//! (HTTP GET/HEAD/PUT/DELETE over a directory, with ranges and basic auth).
+
+pub mod files;
+pub mod moto;
+
+/// A free TCP port on 127.0.0.1 (bound, then released for the server to take).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("bind a port on 127.0.0.1")
+}
+
+/// The workspace root (where `.venv-moto` and `.venv-awscli` live).
+pub fn workspace_root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .expect("crates/testkit is two levels below the root")
+        .to_path_buf()
+}
