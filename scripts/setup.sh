@@ -37,3 +37,6 @@ if ! "$docker_cli" info >/dev/null 2>&1; then
   "$docker_cli" info >/dev/null 2>&1 || { echo "setup: dockerd did not start; see /tmp/argoexec-dockerd.log" >&2; exit 1; }
 fi
 DOCKER="$docker_cli" bash scripts/images.sh
+# moto (the S3 server of the artifact tests, started by the tests themselves on loopback)
+# in its own pinned venv.
+bash scripts/pyenv.sh moto >/dev/null

@@ -34,6 +34,8 @@ pub struct NodeConfig {
     pub pause_command: Vec<String>,
     /// Value of the `io.argoexec-rs.node` label on every container this node makes.
     pub node_label: String,
+    /// Secrets that `secret` volumes can mount: name → key → value (one namespace).
+    pub secrets: std::collections::BTreeMap<String, std::collections::BTreeMap<String, Vec<u8>>>,
 }
 
 impl Default for NodeConfig {
@@ -45,6 +47,7 @@ impl Default for NodeConfig {
             pause_image: "argoexec:dev".into(),
             pause_command: vec!["/argoexec".into(), "pause".into()],
             node_label: format!("pid-{}", std::process::id()),
+            secrets: std::collections::BTreeMap::new(),
         }
     }
 }
@@ -143,7 +146,7 @@ impl LocalNode {
         let uid = pod.metadata.uid.clone().unwrap_or_default();
         let pod_dir = self.config.state_dir.join(&uid);
         volumes::make_dir(&pod_dir, 0o755)?;
-        let prepared = match volumes::prepare(&pod, &self.config.node_name, &pod_dir) {
+        let prepared = match volumes::prepare(&pod, &self.config.node_name, &pod_dir, &self.config.secrets) {
             Ok(v) => v,
             Err(e) => {
                 let _ = std::fs::remove_dir_all(&pod_dir);

@@ -27,7 +27,12 @@ pub struct HostVolume {
 ///
 /// # Errors
 /// Unsupported volume types, invalid downwardAPI items, host I/O failures.
-pub fn prepare(pod: &Pod, node_name: &str, pod_dir: &Path) -> Result<HashMap<String, HostVolume>, NodeError> {
+pub fn prepare(
+    pod: &Pod,
+    node_name: &str,
+    pod_dir: &Path,
+    secrets: &std::collections::BTreeMap<String, std::collections::BTreeMap<String, Vec<u8>>>,
+) -> Result<HashMap<String, HostVolume>, NodeError> {
     let pod_name = pod.metadata.name.clone().unwrap_or_default();
     let mut out = HashMap::new();
     for v in pod
@@ -76,6 +81,31 @@ pub fn prepare(pod: &Pod, node_name: &str, pod_dir: &Path) -> Result<HashMap<Str
                     make_dir(parent, 0o755)?;
                 }
                 std::fs::write(&file, value).map_err(|e| NodeError::io("write", &file, e))?;
+            }
+            HostVolume {
+                path: dir,
+                owned: true,
+                force_read_only: true,
+            }
+        } else if let Some(sv) = &v.secret {
+            let name = sv.secret_name.clone().unwrap_or_default();
+            let data = secrets.get(&name).ok_or_else(|| NodeError::Invalid {
+                pod: pod_name.clone(),
+                message: format!(
+                    "secret volume {:?}: secret {name:?} does not exist on this node",
+                    v.name
+                ),
+            })?;
+            make_dir(&dir, 0o755)?;
+            let mode = sv.default_mode.map_or(0o644, |m| m.unsigned_abs() & 0o777);
+            for (key, value) in data {
+                let file = dir.join(safe_relative(key).ok_or_else(|| NodeError::Invalid {
+                    pod: pod_name.clone(),
+                    message: format!("secret {name:?}: key {key:?} is not a file name"),
+                })?);
+                std::fs::write(&file, value).map_err(|e| NodeError::io("write", &file, e))?;
+                std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(mode))
+                    .map_err(|e| NodeError::io("chmod", &file, e))?;
             }
             HostVolume {
                 path: dir,

@@ -283,7 +283,7 @@ async fn stop_is_a_deletion_and_missing_images_create_nothing() {
         .start_pod(p)
         .await
         .err()
-        .expect("secret volumes are not supported");
+        .expect("a secret volume of a secret the node does not have");
     assert!(e.to_string().contains("\"s\""), "{e}");
     assert_eq!(std::fs::read_dir(state.path()).unwrap().count(), 0);
 }

@@ -270,8 +270,13 @@ pub fn build_pod(
         });
     }
 
+    // Artifact repository credentials: every secret a location names, mounted read-only at
+    // /argo/secret/<name> in init and wait (as Argo's controller does).
+    let secret_mounts = secret_volumes(template, &mut volumes);
+
     // init
     let mut init_mounts = vec![mount(VAR_RUN_ARGO, "/var/run/argo")];
+    init_mounts.extend(secret_mounts.iter().cloned());
     if has_inputs {
         init_mounts.push(mount(INPUT_ARTIFACTS, "/argo/inputs/artifacts"));
     }
@@ -283,6 +288,7 @@ pub fn build_pod(
 
     // wait
     let mut wait_mounts = vec![mount(VAR_RUN_ARGO, "/var/run/argo")];
+    wait_mounts.extend(secret_mounts.iter().cloned());
     wait_mounts.extend(mirrors.iter().cloned());
     if executor == ExecutorKind::Docker {
         wait_mounts.push(core::VolumeMount {
@@ -418,6 +424,47 @@ pub fn build_pod(
 }
 
 /// The template's main container(s) as written (names of plain/script mains filled in).
+/// Add a secret volume for each secret the template's artifact locations (inputs, outputs,
+/// archive location) name; returns the read-only mounts at `/argo/secret/<name>`.
+fn secret_volumes(template: &Template, volumes: &mut Vec<core::Volume>) -> Vec<core::VolumeMount> {
+    let mut names = std::collections::BTreeSet::new();
+    let locations = template
+        .inputs
+        .artifacts
+        .iter()
+        .chain(&template.outputs.artifacts)
+        .map(|a| &a.location)
+        .chain(template.archive_location.as_ref().map(|a| &a.location));
+    for loc in locations {
+        for sel in loc.secret_refs() {
+            names.insert(sel.name.clone());
+        }
+    }
+    let mut mounts = Vec::new();
+    for name in names {
+        let mut vol: String = format!("argo-secret-{}", name.replace('.', "-"))
+            .chars()
+            .take(63)
+            .collect();
+        while vol.ends_with('-') {
+            vol.pop();
+        }
+        volumes.push(core::Volume {
+            name: vol.clone(),
+            secret: Some(core::SecretVolumeSource {
+                secret_name: Some(name.clone()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        mounts.push(core::VolumeMount {
+            read_only: Some(true),
+            ..mount(&vol, &format!("/argo/secret/{name}"))
+        });
+    }
+    mounts
+}
+
 pub(crate) fn main_container_specs(t: &Template) -> Vec<Container> {
     main_containers(t).unwrap_or_default()
 }

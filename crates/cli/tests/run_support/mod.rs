@@ -161,15 +161,32 @@ pub fn run_yaml(yaml: &str, executor: &str, extra: &[&str]) -> RunResult {
 
 /// Run a workflow file with `executor`, optionally with a prepared artifact repository.
 pub fn run_file(path: &Path, executor: &str, extra: &[&str], repo: Option<tempfile::TempDir>) -> RunResult {
+    run_file_env(path, executor, extra, repo, &[])
+}
+
+/// [`run_file`] with extra environment variables for the `run` process.
+pub fn run_file_env(
+    path: &Path,
+    executor: &str,
+    extra: &[&str],
+    repo: Option<tempfile::TempDir>,
+    env: &[(&str, &str)],
+) -> RunResult {
     static N: AtomicUsize = AtomicUsize::new(0);
     let label = format!("test-{}-{}", std::process::id(), N.fetch_add(1, Ordering::SeqCst));
     let state = tempfile::tempdir().unwrap();
     let repo = repo.unwrap_or_else(|| tempfile::tempdir().unwrap());
-    let child = Command::new(env!("CARGO_BIN_EXE_argoexec"))
-        .arg("run")
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_argoexec"));
+    cmd.arg("run")
         .arg(path)
-        .args(["-o", "json", "--executor", executor, "--artifacts"])
-        .arg(repo.path())
+        .args(["-o", "json", "--executor", executor]);
+    if !extra.contains(&"--artifacts") {
+        cmd.arg("--artifacts").arg(repo.path());
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let child = cmd
         .args(extra)
         .env("ARGOEXEC_NODE_LABEL", &label)
         .env("ARGOEXEC_NODE_STATE_DIR", state.path())

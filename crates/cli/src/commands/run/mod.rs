@@ -10,6 +10,7 @@
 
 mod outcome;
 mod progress;
+mod repository;
 mod session;
 
 use std::path::{Path, PathBuf};
@@ -54,9 +55,19 @@ pub struct Args {
     /// A workflow-controller-configmap manifest.
     #[arg(long)]
     pub config: Option<PathBuf>,
-    /// Local artifact repository directory (default: a new temp directory, kept).
+    /// The artifact repository: a host directory (default: a new temp directory, kept) or
+    /// `s3://bucket/prefix` (credentials from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY).
     #[arg(long)]
-    pub artifacts: Option<PathBuf>,
+    pub artifacts: Option<String>,
+    /// S3 endpoint for `--artifacts s3://…`: `host:port` or a URL (default: AWS).
+    #[arg(long)]
+    pub s3_endpoint: Option<String>,
+    /// S3 region for `--artifacts s3://…`.
+    #[arg(long)]
+    pub s3_region: Option<String>,
+    /// Plain HTTP to the S3 endpoint.
+    #[arg(long)]
+    pub s3_insecure: bool,
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value_t = Output::Text)]
     pub output: Output,
@@ -119,7 +130,29 @@ async fn execute(args: &Args) -> anyhow::Result<(Outcome, PathBuf)> {
         parameters: &args.parameters,
         random_name: true,
     })?;
-    let repo = artifacts_dir(args.artifacts.as_deref(), &plan.pod_name)?;
+    let repository = repository::Repository::parse(args.artifacts.as_deref())?;
+    let local_dir = match &repository {
+        repository::Repository::Local(d) => d.as_deref(),
+        repository::Repository::S3 { .. } => None,
+    };
+    let repo = artifacts_dir(local_dir, &plan.pod_name)?;
+    let mut secrets = std::collections::BTreeMap::new();
+    if let repository::Repository::S3 { bucket, prefix } = &repository {
+        let opts = repository::S3Options {
+            endpoint: args.s3_endpoint.clone(),
+            region: args.s3_region.clone(),
+            insecure: args.s3_insecure,
+        };
+        let arch = plan
+            .template
+            .archive_location
+            .get_or_insert_with(ArchiveLocation::default);
+        if !arch.location.has_location() {
+            let (loc, s) = repository::s3_archive(bucket, prefix, &opts, &plan.wf.meta.name, &plan.pod_name)?;
+            arch.location = loc;
+            secrets = s;
+        }
+    }
     let key = format!("{REPO_MOUNT}/{}/{}", plan.wf.meta.name, plan.pod_name);
     let arch = plan
         .template
@@ -139,6 +172,7 @@ async fn execute(args: &Args) -> anyhow::Result<(Outcome, PathBuf)> {
         pause_image: args.executor_image.clone(),
         state_dir: args.node_state_dir.clone().unwrap_or(defaults.state_dir.clone()),
         node_label: args.node_label.clone().unwrap_or(defaults.node_label.clone()),
+        secrets,
         ..defaults
     };
     let mut server = argoexec_node_server::ServerConfig {
@@ -398,6 +432,10 @@ fn print_outcome(args: &Args, o: &Outcome, repo: &Path) {
         println!("artifacts:");
         for a in &o.outputs.artifacts {
             let path = outcome::host_path(a, REPO_MOUNT, repo)
+                .or_else(|| {
+                    let s3 = a.location.s3.as_ref()?;
+                    Some(format!("s3://{}/{}", s3.bucket.as_deref().unwrap_or(""), s3.key))
+                })
                 .unwrap_or_else(|| "(not in the local repository)".into());
             println!("  {:<20} {path}", a.name);
         }

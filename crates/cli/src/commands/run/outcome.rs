@@ -196,7 +196,13 @@ pub fn to_json(o: &Outcome, repo_mount: &str, repo_host: &Path) -> Value {
         .outputs
         .artifacts
         .iter()
-        .map(|a| json!({"name": a.name, "path": host_path(a, repo_mount, repo_host)}))
+        .map(|a| {
+            let mut v = json!({"name": a.name, "path": host_path(a, repo_mount, repo_host)});
+            if let Some(s3) = &a.location.s3 {
+                v["s3"] = json!({"bucket": s3.bucket, "key": s3.key});
+            }
+            v
+        })
         .collect();
     json!({
         "phase": o.phase.as_str(),
