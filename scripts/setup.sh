@@ -9,6 +9,7 @@ need=()
 command -v tar >/dev/null || need+=(tar)
 command -v gzip >/dev/null || need+=(gzip)
 command -v pigz >/dev/null || need+=(pigz)
+[ -x /usr/bin/time ] || need+=(time)
 command -v dockerd >/dev/null || need+=(docker.io)
 command -v busybox >/dev/null || need+=(busybox-static)
 if [ "${#need[@]}" -gt 0 ]; then
@@ -16,8 +17,8 @@ if [ "${#need[@]}" -gt 0 ]; then
     echo "setup: installing ${need[*]}"
     apt-get update -qq >/dev/null 2>&1 || true
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null || {
-      # pigz is only a benchmark baseline; the rest is required
-      for p in "${need[@]}"; do [ "$p" = pigz ] || { echo "setup: cannot install $p" >&2; exit 1; }; done
+      # pigz and time are only benchmark tools; the rest is required
+      for p in "${need[@]}"; do [ "$p" = pigz ] || [ "$p" = time ] || { echo "setup: cannot install $p" >&2; exit 1; }; done
     }
   else
     echo "setup: missing ${need[*]} (run as root on Debian to install)" >&2

@@ -39,6 +39,8 @@ enum Command {
     Render(commands::render::Args),
     /// Run a workflow's entrypoint as a pod on the local node and print its outputs.
     Run(commands::run::Args),
+    /// Move an artifact by hand: put, get, ls or rm at an Argo artifact location.
+    Artifact(commands::artifact::Args),
     /// Run the local node standalone: pods on Docker behind kubelet and API endpoints.
     Node(commands::node::Args),
     /// The local node's pause container: hold the pod's namespaces, reap orphans.
@@ -62,6 +64,7 @@ fn main() {
         Command::Render(a) => commands::render::run(a),
         Command::Run(a) => commands::run::run(a),
         Command::Node(a) => commands::node::run(a),
+        Command::Artifact(a) => commands::artifact::run(a),
         Command::Pause => commands::pause::run(),
         Command::Version => {
             println!("argoexec {} (argoexec-rs)", env!("CARGO_PKG_VERSION"));

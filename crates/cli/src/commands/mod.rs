@@ -1,5 +1,6 @@
 //! One module per subcommand, plus the shared failure path ([`fail`]).
 
+pub mod artifact;
 pub mod emissary;
 pub mod init;
 pub mod kill;

@@ -1,0 +1,146 @@
+//! `argoexec artifact put|get|ls|rm LOCATION PATH`: the artifact drivers by hand, for
+//! debugging a repository configuration and for the transfer benchmarks. `LOCATION` is an
+//! Argo artifact location as JSON or YAML (`{s3: {endpoint: …, bucket: …, key: …}}`); its
+//! secrets are read from `/argo/secret` as in a pod (`ARGOEXEC_PATH_ROOT` re-roots it), or,
+//! for S3 without secrets, the environment's `AWS_*` chain is used. Transfer settings come
+//! from the `ARGOEXEC_ARTIFACT_*` variables. Prints one JSON line (bytes, seconds, peak RSS).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::Context;
+use argoexec_artifacts::{AnyDriver, ArtifactDriver, Opened, Settings};
+use argoexec_core::template::ArtifactLocation;
+
+/// What to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Action {
+    /// Upload PATH (a file, or a directory: tar.gz streamed, or file by file with `--archive none`).
+    Put,
+    /// Download to PATH (`--extract` unpacks a tarball while it downloads).
+    Get,
+    /// List the artifact's files.
+    Ls,
+    /// Delete the artifact.
+    Rm,
+}
+
+/// How `put` sends a directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Archive {
+    /// One tar.gz object, compressed on all cores into the upload.
+    Tar,
+    /// Each file its own object (files: as they are).
+    None,
+}
+
+/// Arguments of `argoexec artifact`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// put, get, ls or rm.
+    #[arg(value_enum)]
+    pub action: Action,
+    /// The location (JSON or YAML).
+    pub location: String,
+    /// The local path (put, get).
+    pub path: Option<PathBuf>,
+    /// How `put` sends a directory.
+    #[arg(long, value_enum, default_value_t = Archive::None)]
+    pub archive: Archive,
+    /// gzip level for `--archive tar` (1–9).
+    #[arg(long)]
+    pub level: Option<i32>,
+    /// `get`: extract a tarball into PATH while downloading.
+    #[arg(long)]
+    pub extract: bool,
+}
+
+/// Run; 0 on success, 64 with a message otherwise.
+pub fn run(args: Args) -> i32 {
+    let result = super::runtime().and_then(|rt| rt.block_on(execute(&args)));
+    match result {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("argoexec artifact: {e:#}");
+            argoexec_core::exit::EXECUTOR_FAILURE
+        }
+    }
+}
+
+async fn execute(args: &Args) -> anyhow::Result<()> {
+    let loc: ArtifactLocation =
+        serde_saphyr::from_str(&args.location).context("LOCATION is not an artifact location")?;
+    let settings = Arc::new(Settings::from_env()?);
+    let driver = AnyDriver::for_location(&loc, &settings)?;
+    let path = || args.path.clone().context("PATH is required");
+    let start = Instant::now();
+    let bytes = match args.action {
+        Action::Put => {
+            let src = path()?;
+            if src.is_dir() && args.archive == Archive::Tar {
+                let (w, failer, body) = argoexec_artifacts::pipe::pipe(4);
+                let level = args.level.map(|l| argoexec_archive::gzip_level(Some(l)));
+                let s = src.clone();
+                let producer = tokio::task::spawn_blocking(move || {
+                    let r = argoexec_archive::write_tar_gz(&s, w, level);
+                    if let Err(e) = &r {
+                        failer.fail(std::io::Error::other(e.to_string()));
+                    }
+                    r
+                });
+                let sent = driver.save_stream(body).await;
+                producer.await??;
+                sent?
+            } else {
+                driver.save(&src).await?
+            }
+        }
+        Action::Get => {
+            let dest = path()?;
+            if args.extract {
+                match driver.open().await? {
+                    Opened::Stream { body, size } => {
+                        let reader =
+                            tokio_util::io::SyncIoBridge::new(tokio_util::io::StreamReader::new(body));
+                        let spill = dest.with_extension("download");
+                        tokio::task::spawn_blocking(move || {
+                            argoexec_archive::unpack_input_stream(
+                                std::io::BufReader::with_capacity(1 << 20, reader),
+                                &dest,
+                                argoexec_archive::Strategy::Auto,
+                                &spill,
+                            )
+                        })
+                        .await??;
+                        size.unwrap_or(0)
+                    }
+                    Opened::Directory => anyhow::bail!("--extract: the location is a directory"),
+                }
+            } else {
+                match driver.load(&dest).await? {
+                    argoexec_artifacts::Loaded::File(n) => n,
+                    argoexec_artifacts::Loaded::Directory(n) => n as u64,
+                }
+            }
+        }
+        Action::Ls => {
+            for f in driver.list().await? {
+                println!("{f}");
+            }
+            return Ok(());
+        }
+        Action::Rm => {
+            driver.delete().await?;
+            0
+        }
+    };
+    let rss = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_SELF)
+        .map(|u| u.max_rss())
+        .unwrap_or(0);
+    println!(
+        "{}",
+        serde_json::json!({"bytes": bytes, "seconds": start.elapsed().as_secs_f64(), "peak_rss_kib": rss})
+    );
+    Ok(())
+}
