@@ -152,12 +152,35 @@ fn inputs_come_from_s3_and_bad_credentials_fail_clearly() {
     );
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("wf.yaml");
-    std::fs::write(&file, y).unwrap();
+    std::fs::write(&file, &y).unwrap();
     for ex in only(&EXECUTORS) {
         let r = run_s3(&file, ex, "in", &creds(m));
         assert_eq!(r.phase(), "Succeeded", "{ex}: {}", r.dump());
         assert_eq!(r.result(), Some("from s3"), "{ex}: {}", r.dump());
     }
+    // An optional input whose object is missing is skipped; a required one is an init error.
+    let missing = |optional: bool| {
+        wf(
+            "s3-missing",
+            &format!(
+                "inputs:\n  artifacts:\n    - name: data\n      path: /in/data\n      optional: {optional}\n      s3: {{endpoint: '{}', insecure: true, bucket: {BUCKET}, key: inputs/none.tgz, accessKeySecret: {}, secretKeySecret: {}}}\nscript: {{image: busybox, command: [sh], source: '[ -e /in/data/in.txt ] && echo present || echo absent'}}",
+                m.host_port(),
+                secret("accessKey"),
+                secret("secretKey")
+            ),
+        )
+    };
+    for (optional, phase) in [(true, "Succeeded"), (false, "Error")] {
+        std::fs::write(&file, missing(optional)).unwrap();
+        let r = run_s3(&file, "emissary", "in", &creds(m));
+        assert_eq!(r.phase(), phase, "optional={optional}: {}", r.dump());
+        if optional {
+            assert_eq!(r.result(), Some("absent"), "{}", r.dump());
+        } else {
+            assert!(r.message().contains("not found"), "{}", r.dump());
+        }
+    }
+    std::fs::write(&file, &y).unwrap();
     let bad = [
         ("AWS_ACCESS_KEY_ID", m.access_key()),
         ("AWS_SECRET_ACCESS_KEY", "wrong"),
