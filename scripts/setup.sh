@@ -41,3 +41,13 @@ DOCKER="$docker_cli" bash scripts/images.sh
 # moto (the S3 server of the artifact tests, started by the tests themselves on loopback)
 # in its own pinned venv.
 bash scripts/pyenv.sh moto >/dev/null
+# Azurite (the Azure Blob emulator of the Azure driver's tests) from the npm registry, at the
+# versions pinned in tests/azurite/package-lock.json; reinstalled when the lock changes.
+az=tests/azurite
+want=$(sha256sum "$az/package-lock.json" | cut -d' ' -f1)
+if [ "$(cat "$az/node_modules/.argoexec-lock.sha256" 2>/dev/null)" != "$want" ]; then
+  command -v npm >/dev/null || { echo "setup: npm is required (Azurite for the Azure tests)" >&2; exit 1; }
+  echo "setup: installing Azurite (npm ci in $az)"
+  (cd "$az" && npm ci --no-audit --no-fund --silent >/dev/null)
+  echo "$want" >"$az/node_modules/.argoexec-lock.sha256"
+fi

@@ -34,6 +34,11 @@ pub fn unpack_input_stream(
     strategy: Strategy,
     spill: &Path,
 ) -> Result<Unpacked, ArchiveError> {
+    for p in [dest.parent(), spill.parent()].into_iter().flatten() {
+        if !p.as_os_str().is_empty() {
+            std::fs::create_dir_all(p).map_err(|e| ArchiveError::io("create", p, e))?;
+        }
+    }
     let mut prefix = Vec::with_capacity(PREFIX);
     (&mut input)
         .take(PREFIX as u64)
@@ -59,9 +64,6 @@ pub fn unpack_input_stream(
             remove_any(spill);
         }
         return r.map(|()| Unpacked::Spilled(format));
-    }
-    if let Some(parent) = dest.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).map_err(|e| ArchiveError::io("create", parent, e))?;
     }
     let mount_point = is_empty_dir(dest);
     if !mount_point && std::fs::symlink_metadata(dest).is_ok() {
@@ -115,7 +117,7 @@ mod tests {
         assert_eq!(std::fs::read_to_string(dest.join("sub/f")).unwrap(), "x");
         assert!(!spill.exists(), "nothing spilled for a tarball");
 
-        let plain = d.path().join("plain");
+        let plain = d.path().join("new/parent/plain");
         let r = unpack_input_stream(&b"hello"[..], &plain, Strategy::Auto, &spill).unwrap();
         assert_eq!(r, Unpacked::Spilled(Format::Other));
         assert_eq!(std::fs::read_to_string(&plain).unwrap(), "hello");

@@ -1,7 +1,9 @@
 //! Real servers for tests and benchmarks, started on loopback and gone with the process:
-//! [`moto::Moto`] (an S3 server with signature checking on) and [`files::FileServer`]
+//! [`moto::Moto`] (an S3 server with signature checking on), [`azurite::Azurite`] (Azure
+//! Blob) and [`files::FileServer`]
 //! (HTTP GET/HEAD/PUT/DELETE over a directory, with ranges and basic auth).
 
+pub mod azurite;
 pub mod files;
 pub mod moto;
 
