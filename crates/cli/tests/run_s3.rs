@@ -194,3 +194,40 @@ fn inputs_come_from_s3_and_bad_credentials_fail_clearly() {
         r.dump()
     );
 }
+
+#[test]
+fn the_config_maps_artifact_repository_is_used_with_its_secret() {
+    if !docker_available() {
+        return;
+    }
+    let m = moto();
+    let dir = tempfile::tempdir().unwrap();
+    let creds_dir = dir.path().join("creds");
+    std::fs::create_dir_all(&creds_dir).unwrap();
+    std::fs::write(creds_dir.join("id"), m.access_key()).unwrap();
+    std::fs::write(creds_dir.join("key"), m.secret_key()).unwrap();
+    let cm = config_map(
+        &dir,
+        &format!(
+            "  artifactRepository: |\n    s3:\n      bucket: {BUCKET}\n      endpoint: '{}'\n      insecure: true\n      keyFormat: 'cm/{{{{workflow.name}}}}/{{{{pod.name}}}}'\n      accessKeySecret: {{name: repo-creds, key: id}}\n      secretKeySecret: {{name: repo-creds, key: key}}\n",
+            m.host_port()
+        ),
+    );
+    let secret = format!("repo-creds={}", creds_dir.display());
+    let r = run_file_env(
+        &example("volume-outputs.yaml"),
+        "emissary",
+        &["--artifacts", "-", "--config", &cm, "--secret", &secret],
+        None,
+        &[],
+    );
+    assert_eq!(r.phase(), "Succeeded", "{}", r.dump());
+    let key = s3_key(&r, "report");
+    assert!(
+        key.starts_with("cm/volume-outputs-") && key.ends_with("/report.tgz"),
+        "{key}"
+    );
+    let (drv, _d) = object(m, &key);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    assert!(rt.block_on(drv.exists()).unwrap(), "{key} is in the bucket");
+}

@@ -74,6 +74,8 @@ pub struct ControllerConfig {
     pub main_container: Option<Value>,
     /// `images`: the emissary's image index.
     pub images: BTreeMap<String, ImageEntry>,
+    /// `artifactRepository`: the default repository (see [`crate::repository`]).
+    pub artifact_repository: Option<Value>,
     /// Every other key, kept.
     pub unknown: Map<String, Value>,
 }
@@ -90,6 +92,7 @@ const KNOWN: &[&str] = &[
     "executor",
     "mainContainer",
     "images",
+    "artifactRepository",
 ];
 
 fn yaml(text: &str) -> Result<Value, String> {
@@ -229,6 +232,16 @@ impl ControllerConfig {
                 c.images
                     .insert(image.clone(), image_entry(&format!("images[{image}]"), &entry)?);
             }
+        }
+        if let Some(v) = take(&mut f, "artifactRepository") {
+            if !v.is_object() {
+                return Err(invalid(
+                    "artifactRepository",
+                    "must be a mapping (s3, gcs, azure, artifactory, …)",
+                ));
+            }
+            crate::repository::parse(&v).map_err(|m| invalid("artifactRepository", m))?;
+            c.artifact_repository = Some(v);
         }
         let warnings = f
             .keys()

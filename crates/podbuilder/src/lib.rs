@@ -9,6 +9,7 @@
 
 pub mod build;
 pub mod config;
+pub mod repository;
 pub mod resolve;
 pub mod selector;
 pub mod validate;

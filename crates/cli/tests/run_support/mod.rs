@@ -180,14 +180,25 @@ pub fn run_file_env(
     cmd.arg("run")
         .arg(path)
         .args(["-o", "json", "--executor", executor]);
-    if !extra.contains(&"--artifacts") {
+    // `--artifacts -` in `extra`: no repository flag at all (the config map's applies).
+    let no_repo = extra.windows(2).any(|w| w == ["--artifacts", "-"]);
+    let extra: Vec<&str> = if no_repo {
+        extra
+            .iter()
+            .copied()
+            .filter(|a| *a != "-" && *a != "--artifacts")
+            .collect()
+    } else {
+        extra.to_vec()
+    };
+    if !no_repo && !extra.contains(&"--artifacts") {
         cmd.arg("--artifacts").arg(repo.path());
     }
     for (k, v) in env {
         cmd.env(k, v);
     }
     let child = cmd
-        .args(extra)
+        .args(&extra)
         .env("ARGOEXEC_NODE_LABEL", &label)
         .env("ARGOEXEC_NODE_STATE_DIR", state.path())
         .stdout(Stdio::piped())

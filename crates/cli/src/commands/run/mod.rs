@@ -68,6 +68,11 @@ pub struct Args {
     /// Plain HTTP to the S3 endpoint.
     #[arg(long)]
     pub s3_insecure: bool,
+    /// A secret of the local node, `NAME=DIR`: one key per file in DIR, as `kubectl create
+    /// secret generic NAME --from-file=DIR` makes it (repeatable). Artifact locations and the
+    /// config map's `artifactRepository` name such secrets.
+    #[arg(long = "secret")]
+    pub secrets: Vec<String>,
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value_t = Output::Text)]
     pub output: Output,
@@ -152,6 +157,29 @@ async fn execute(args: &Args) -> anyhow::Result<(Outcome, PathBuf)> {
             arch.location = loc;
             secrets = s;
         }
+    }
+    // Precedence: the template's own archiveLocation, then --artifacts, then the config
+    // map's artifactRepository, then the local temp repository.
+    if let (Some(repo_cfg), None) = (&plan.config.artifact_repository, &args.artifacts) {
+        let arch = plan
+            .template
+            .archive_location
+            .get_or_insert_with(ArchiveLocation::default);
+        if !arch.location.has_location() {
+            let from = argoexec_podbuilder::repository::archive_location(
+                repo_cfg,
+                &plan.wf.meta.name,
+                "default",
+                &plan.pod_name,
+            )
+            .map_err(|m| anyhow::anyhow!("artifactRepository: {m}"))?;
+            arch.archive_logs = arch.archive_logs.or(from.archive_logs);
+            arch.location = from.location;
+        }
+    }
+    for s in &args.secrets {
+        let (name, data) = repository::secret_from_dir(s)?;
+        secrets.insert(name, data);
     }
     let key = format!("{REPO_MOUNT}/{}/{}", plan.wf.meta.name, plan.pod_name);
     let arch = plan

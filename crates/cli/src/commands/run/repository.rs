@@ -119,6 +119,27 @@ pub fn s3_archive(
     Ok((loc, BTreeMap::from([(S3_SECRET.to_string(), data)])))
 }
 
+/// Read `NAME=DIR` into a secret: one key per regular file of DIR.
+///
+/// # Errors
+/// A malformed argument or an unreadable directory.
+pub fn secret_from_dir(arg: &str) -> anyhow::Result<(String, BTreeMap<String, Vec<u8>>)> {
+    let (name, dir) = arg
+        .split_once('=')
+        .filter(|(n, d)| !n.is_empty() && !d.is_empty())
+        .with_context(|| format!("--secret {arg:?}: expected NAME=DIR"))?;
+    let mut data = BTreeMap::new();
+    for e in std::fs::read_dir(dir).with_context(|| format!("--secret {name}: cannot read {dir}"))? {
+        let e = e?;
+        if e.file_type()?.is_file() {
+            let key = e.file_name().to_string_lossy().into_owned();
+            data.insert(key, std::fs::read(e.path())?);
+        }
+    }
+    anyhow::ensure!(!data.is_empty(), "--secret {name}: {dir} holds no files");
+    Ok((name.to_string(), data))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
