@@ -148,10 +148,31 @@ impl RuntimeExecutor for EmissaryExecutor {
             return Ok(());
         }
         let mut signalled = Vec::new();
+        let mut unstarted = Vec::new();
         for name in &running {
             if self.signal(name, 15)? {
                 signalled.push(name.clone());
+            } else {
+                unstarted.push(name.clone());
             }
+        }
+        // A kill can come before a wrapper has started (a deadline already past when the
+        // step begins): signal each such container as soon as its `ctr/<name>` dir appears,
+        // within the grace period. The wrapper reads a waiting signal file when it spawns
+        // its child, so the TERM is not lost. (No inotify here: this is the rare path, and
+        // the directory's parent may not exist yet either.)
+        let until = tokio::time::Instant::now() + grace;
+        while !unstarted.is_empty() && tokio::time::Instant::now() < until {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            let mut still = Vec::new();
+            for name in unstarted {
+                if self.paths.ctr_dir(&name).is_dir() && self.signal(&name, 15)? {
+                    signalled.push(name);
+                } else {
+                    still.push(name);
+                }
+            }
+            unstarted = still;
         }
         if signalled.is_empty() || self.wait_timeout(&signalled, grace).await? {
             return Ok(());

@@ -96,6 +96,41 @@ async fn kill_escalates_to_sigkill() {
 }
 
 #[tokio::test]
+async fn a_kill_before_the_wrapper_started_is_delivered_when_it_starts() {
+    let (_d, paths, ex) = setup();
+    // The "wrapper" starts after the kill was asked for, then honours the TERM it finds.
+    let p2 = paths.clone();
+    let (started_tx, started_rx) = tokio::sync::oneshot::channel::<()>();
+    let fake = tokio::spawn(async move {
+        started_rx.await.unwrap();
+        protocol::create_shared_dir(&p2.ctr_dir("main")).unwrap();
+        loop {
+            if std::fs::read_to_string(p2.signal_file("main")).is_ok_and(|s| s == "15") {
+                protocol::write_atomic(&p2.exitcode_file("main"), b"143", 0o666).unwrap();
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    });
+    let names = ["main".to_string()];
+    let kill = ex.kill(&names, Duration::from_secs(10));
+    tokio::pin!(kill);
+    // Let the kill find no container first, then start the wrapper.
+    assert!(
+        tokio::time::timeout(Duration::from_millis(50), &mut kill)
+            .await
+            .is_err()
+    );
+    started_tx.send(()).unwrap();
+    kill.await.unwrap();
+    fake.await.unwrap();
+    assert_eq!(
+        std::fs::read_to_string(paths.exitcode_file("main")).unwrap(),
+        "143"
+    );
+}
+
+#[tokio::test]
 async fn lists_wrapped_containers() {
     let (_d, paths, ex) = setup();
     assert!(ex.list_container_names().await.unwrap().is_empty());
