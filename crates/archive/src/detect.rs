@@ -1,7 +1,8 @@
 //! Format detection of a downloaded input artifact by content (never by file name):
 //! gzip magic whose decompressed start is a valid tar header → [`Format::TarGz`]; a valid
 //! tar header (checksum or `ustar` magic) → [`Format::Tar`]; zip local-file or empty-zip
-//! signature → [`Format::Zip`]; anything else, an empty file, a directory, or a gzip of a
+//! signature → [`Format::Zip`]; zstd magic whose decompressed start is a tar header →
+//! [`Format::TarZst`]; anything else, an empty file, a directory, or a gzip of a
 //! non-tar (including an empty tar, whose first block is all zeros) → [`Format::Other`].
 
 use std::fs;
@@ -17,6 +18,8 @@ pub enum Format {
     TarGz,
     /// An uncompressed tar.
     Tar,
+    /// zstd whose content starts with a valid tar header (argoexec-rs's opt-in codec).
+    TarZst,
     /// A zip.
     Zip,
     /// Anything else.
@@ -76,6 +79,13 @@ pub fn detect_prefix(prefix: &[u8]) -> Format {
             Format::Other
         };
     }
+    if prefix.starts_with(&crate::zst::MAGIC) {
+        return if is_tar_header(&crate::zst::head(prefix, 512)) {
+            Format::TarZst
+        } else {
+            Format::Other
+        };
+    }
     if prefix.starts_with(b"PK\x03\x04") || prefix.starts_with(b"PK\x05\x06") {
         return Format::Zip;
     }
@@ -112,6 +122,11 @@ pub fn detect(file: &Path) -> Result<Format, ArchiveError> {
         } else {
             Format::Other
         });
+    }
+    if head.starts_with(&crate::zst::MAGIC) {
+        let mut f = fs::File::open(file).map_err(|e| ArchiveError::io("open", file, e))?;
+        let prefix = read_up_to(&mut f, 64 << 10).map_err(|e| ArchiveError::io("read", file, e))?;
+        return Ok(detect_prefix(&prefix));
     }
     if head.starts_with(b"PK\x03\x04") || head.starts_with(b"PK\x05\x06") {
         return Ok(Format::Zip);

@@ -20,6 +20,7 @@ mod unpack;
 mod unpack_stream;
 mod write;
 mod zipfmt;
+mod zst;
 
 pub use detect::{Format, detect, detect_prefix};
 pub use error::ArchiveError;
@@ -31,6 +32,7 @@ pub use unpack::{Strategy, unpack_input};
 pub use unpack_stream::{Unpacked, unpack_input_stream};
 pub use write::{write_tar, write_tar_gz, write_tar_gz_in_root, write_tar_gz_with};
 pub use zipfmt::{extract_zip, write_zip};
+pub use zst::{extract_tar_zst, write_tar_zst};
 
 /// Map an Argo gzip level to a flate2 level: `None` or any negative value (Argo's -1) is the
 /// default 6, 0 is no compression (stored), 1–9 as given, above 9 clamps to 9.

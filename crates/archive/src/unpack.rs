@@ -136,7 +136,7 @@ pub(crate) fn merge_into(src: &Path, dest: &Path) -> Result<(), ArchiveError> {
 pub fn unpack_input(downloaded: &Path, dest: &Path, strategy: Strategy) -> Result<(), ArchiveError> {
     let format = detect(downloaded)?;
     let strategy = match (strategy, format) {
-        (Strategy::Auto, Format::TarGz | Format::Tar) => Strategy::Tar,
+        (Strategy::Auto, Format::TarGz | Format::Tar | Format::TarZst) => Strategy::Tar,
         (Strategy::Auto, Format::Zip) => Strategy::Zip,
         (Strategy::Auto, Format::Other) => Strategy::None,
         (s, _) => s,
@@ -191,6 +191,7 @@ fn extract_and_place(
         (Strategy::Zip, _) => extract_zip(downloaded, tmp)?,
         (_, Format::TarGz) => extract_tar_gz(open()?, tmp)?,
         (_, Format::Tar) => extract_tar(open()?, tmp)?,
+        (_, Format::TarZst) => crate::extract_tar_zst(open()?, tmp)?,
         _ => {
             return Err(ArchiveError::WrongFormat {
                 path: downloaded.to_path_buf(),

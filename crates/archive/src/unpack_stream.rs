@@ -1,5 +1,5 @@
 //! [`unpack_input_stream`]: the input-artifact rules of [`crate::unpack_input`] applied to
-//! an artifact as it downloads. A tarball (plain or gzip, detected from the first 64 KiB,
+//! an artifact as it downloads. A tarball (plain, gzip or zstd, detected from the first 64 KiB,
 //! or forced by the `tar` strategy) is extracted straight from the stream, so no copy of
 //! the archive ever lands on disk; anything else (a zip, whose directory is at its end, or
 //! a plain file) is spilled to a file and handed to [`crate::unpack_input`].
@@ -45,7 +45,7 @@ pub fn unpack_input_stream(
         .read_to_end(&mut prefix)
         .map_err(|e| ArchiveError::io("download", dest, e))?;
     let format = detect_prefix(&prefix);
-    let tarball = matches!(format, Format::Tar | Format::TarGz);
+    let tarball = matches!(format, Format::Tar | Format::TarGz | Format::TarZst);
     let stream_it = match strategy {
         Strategy::Auto | Strategy::Tar => tarball,
         Strategy::Zip | Strategy::None => false,
@@ -74,10 +74,10 @@ pub fn unpack_input_stream(
     let tmp = with_suffix(dest, ".tmpdir");
     remove_any(&tmp);
     let result = (|| {
-        let tops = if format == Format::TarGz {
-            extract_tar_gz(whole, &tmp)?
-        } else {
-            extract_tar(whole, &tmp)?
+        let tops = match format {
+            Format::TarGz => extract_tar_gz(whole, &tmp)?,
+            Format::TarZst => crate::extract_tar_zst(whole, &tmp)?,
+            _ => extract_tar(whole, &tmp)?,
         };
         let content = match tops.as_slice() {
             [one] => tmp.join(one),

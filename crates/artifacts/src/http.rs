@@ -252,7 +252,7 @@ impl RangeSource for HttpDriver {
 
 impl ArtifactDriver for HttpDriver {
     async fn open(&self) -> Result<Opened, ArtifactError> {
-        let part = self.settings.part_size as u64;
+        let part = self.settings.range_size as u64;
         let resp = download::retrying(&self.settings, &self.label, || async {
             let req = self
                 .request(reqwest::Method::GET, &self.url)

@@ -22,6 +22,7 @@ fn driver(dir: &Path, blob: &str, key: &str) -> AnyDriver {
     let settings = Arc::new(Settings {
         paths: PodPaths::new(dir),
         part_size: 5 << 20,
+        range_size: 5 << 20,
         parallelism: 3,
         retries: 1,
         retry_timeout: std::time::Duration::from_secs(2),

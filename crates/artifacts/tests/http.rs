@@ -18,6 +18,7 @@ fn settings(dir: &Path) -> Arc<Settings> {
     Arc::new(Settings {
         paths: PodPaths::new(dir),
         part_size: 5 << 20,
+        range_size: 5 << 20,
         parallelism: 3,
         retries: 1,
         retry_timeout: std::time::Duration::from_secs(2),

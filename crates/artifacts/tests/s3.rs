@@ -28,6 +28,7 @@ fn settings(dir: &Path, access: &str, secret: &str) -> Arc<Settings> {
     Arc::new(Settings {
         paths: PodPaths::new(dir),
         part_size: 5 << 20,
+        range_size: 5 << 20,
         parallelism: 4,
         ..Settings::default()
     })
@@ -245,13 +246,14 @@ async fn a_two_gib_sparse_file_round_trips() {
             .unwrap();
     }
     drop(f);
-    // 64 MiB parts: moto re-reads the whole stored object for every ranged GET, so small
+    // 64 MiB ranges: moto re-reads the whole stored object for every ranged GET, so small
     // ranges of a 2 GiB object would measure moto, not the driver.
     let m = moto();
     let s = settings(d.path(), m.access_key(), m.secret_key());
     let s = Arc::new(Settings {
-        part_size: 64 << 20,
-        parallelism: 2,
+        part_size: 16 << 20,
+        range_size: 64 << 20,
+        parallelism: 8,
         ..(*s).clone()
     });
     let drv = AnyDriver::for_location(&loc(m, "t/two-gib"), &s).unwrap();

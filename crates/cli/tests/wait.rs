@@ -156,6 +156,39 @@ fn volume_artifact_respects_compression_level() {
 }
 
 #[test]
+fn volume_artifact_is_tar_zst_when_the_codec_is_zstd() {
+    let pod = Pod::new(&format!(
+        r#"{{"container": {{"image": "x", "volumeMounts": [{{"name": "v", "mountPath": "{{{{work}}}}/vol"}}]}}, {ARCHIVE},
+        "outputs": {{"artifacts": [{{"name": "z", "path": "{{{{work}}}}/vol/big"}}]}}}}"#
+    ))
+    .with_env("ARGOEXEC_ARTIFACT_CODEC", "zstd");
+    let w = pod.work();
+    pod.mount(&w.join("vol"));
+    let (_, wait) = pod.run(&format!("yes argo | head -c 1000000 > {}/vol/big", w.display()));
+    assert_success(&wait);
+    let repo = pod.root().join("repo/wf/pod-1");
+    let z = repo.join("z.tar.zst");
+    let bytes = std::fs::read(&z).unwrap_or_else(|e| panic!("{}: {e}", z.display()));
+    assert!(
+        bytes.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) && bytes.len() < 100_000,
+        "{} bytes",
+        bytes.len()
+    );
+    assert_eq!(
+        argoexec_archive::detect_prefix(&bytes),
+        argoexec_archive::Format::TarZst
+    );
+    assert_eq!(
+        pod.report()["outputs"]["artifacts"][0]["local"]["path"]
+            .as_str()
+            .map(|p| p.ends_with("z.tar.zst")),
+        Some(true),
+        "{}",
+        pod.report()
+    );
+}
+
+#[test]
 fn output_on_input_path_comes_from_the_input() {
     let pod = Pod::new(&format!(
         r#"{{"container": {{"image": "x"}}, {ARCHIVE},

@@ -1,8 +1,8 @@
-//! Parallel ranged downloads: an object of known size is cut into ranges of the part size,
-//! fetched `parallelism` at a time (each retried on transient errors), and either written in
+//! Parallel ranged downloads: an object of known size is cut into ranges of the range size,
+//! fetched as many at a time as the memory budget holds (each retried on transient errors), and either written in
 //! place at its offset ([`to_file`]) or delivered strictly in order ([`ordered`]) so that an
-//! archive can be extracted while it downloads. At most part size × parallelism bytes are
-//! held at once.
+//! archive can be extracted while it downloads. At most the budget (part size ×
+//! parallelism) is held at once.
 
 use std::ops::Range;
 use std::path::Path;
@@ -93,9 +93,9 @@ pub fn ordered(
     settings: Arc<Settings>,
     progress: Arc<Progress>,
 ) -> ByteStream {
-    let mut parts = ranges(size, settings.part_size as u64);
+    let mut parts = ranges(size, settings.range_size as u64);
     parts.retain(|r| r.start >= from);
-    let par = settings.parallelism;
+    let par = settings.download_parallelism();
     let s = futures::stream::iter(parts)
         .map(move |r| fetch_retrying(&src, &settings, r))
         .buffered(par)
@@ -127,9 +127,9 @@ pub async fn to_file(
     file.set_len(size)
         .map_err(|e| ArtifactError::io("size", dest, e))?;
     let file = Arc::new(file);
-    let par = settings.parallelism;
+    let par = settings.download_parallelism();
     let dest_buf = dest.to_path_buf();
-    let result = futures::stream::iter(ranges(size, settings.part_size as u64))
+    let result = futures::stream::iter(ranges(size, settings.range_size as u64))
         .map(|r| fetch_retrying(&src, &settings, r))
         .buffer_unordered(par)
         .map(|res| {
@@ -205,6 +205,7 @@ mod tests {
     fn settings() -> Arc<Settings> {
         Arc::new(Settings {
             part_size: 7,
+            range_size: 7,
             parallelism: 3,
             ..Settings::default()
         })

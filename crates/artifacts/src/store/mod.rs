@@ -175,7 +175,7 @@ impl StoreDriver {
         dest: &FsPath,
     ) -> Result<u64, ArtifactError> {
         let progress = self.progress("download", &label, Some(size));
-        if size <= self.settings.part_size as u64 {
+        if size <= self.settings.range_size as u64 {
             let bytes = download::retrying(&self.settings, &label, || async {
                 let r = self
                     .store
@@ -277,7 +277,7 @@ impl StoreDriver {
 impl ArtifactDriver for StoreDriver {
     async fn open(&self) -> Result<Opened, ArtifactError> {
         match self.head().await? {
-            Some(meta) if meta.size <= self.settings.part_size as u64 => {
+            Some(meta) if meta.size <= self.settings.range_size as u64 => {
                 let r = self.store.get(&self.key).await.map_err(self.err("download"))?;
                 let label = self.label.clone();
                 let body = r

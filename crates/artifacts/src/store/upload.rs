@@ -213,7 +213,7 @@ mod tests {
     #[test]
     fn part_sizes_grow_to_fit_ten_thousand_parts() {
         let s = Settings::default();
-        assert_eq!(part_size_for(&s, None), 16 << 20);
+        assert_eq!(part_size_for(&s, None), 8 << 20);
         assert_eq!(
             part_size_for(&s, Some(1 << 40)),
             (1u64 << 40).div_ceil(9000) as usize

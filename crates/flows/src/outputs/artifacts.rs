@@ -114,7 +114,8 @@ async fn save_one<R: RuntimeExecutor>(
     Ok(reported)
 }
 
-/// Tar and gzip `src` (multi-core) straight into the upload: no archive copy on disk.
+/// Tar and compress `src` on every core straight into the upload: no archive copy on disk.
+/// gzip (`<name>.tgz`), or zstd (`<name>.tar.zst`) when `ARGOEXEC_ARTIFACT_CODEC=zstd`.
 async fn stream_tar_gz(
     ctx: &StepContext,
     art: &Artifact,
@@ -125,13 +126,22 @@ async fn stream_tar_gz(
         name: art.name.clone(),
         message,
     };
-    let file_name = format!("{}.tgz", art.name);
+    let zstd = ctx.artifacts.codec == argoexec_artifacts::Codec::Zstd;
+    let file_name = if zstd {
+        format!("{}.tar.zst", art.name)
+    } else {
+        format!("{}.tgz", art.name)
+    };
     let location = destination(ctx, art, &file_name).map_err(fail)?;
     let driver = AnyDriver::for_location(&location, &ctx.artifacts).map_err(|e| fail(e.to_string()))?;
     let (writer, failer, body) = argoexec_artifacts::pipe::pipe(4);
-    let level = level.map(|l| argoexec_archive::gzip_level(Some(l)));
     let producer = tokio::task::spawn_blocking(move || {
-        let r = argoexec_archive::write_tar_gz(&src, writer, level);
+        let r = if zstd {
+            let threads = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+            argoexec_archive::write_tar_zst(&src, writer, level.filter(|l| *l > 0), threads)
+        } else {
+            argoexec_archive::write_tar_gz(&src, writer, level.map(|l| argoexec_archive::gzip_level(Some(l))))
+        };
         if let Err(e) = &r {
             failer.fail(std::io::Error::other(e.to_string()));
         }
