@@ -263,3 +263,45 @@ async fn a_two_gib_sparse_file_round_trips() {
     assert!(same_file(&src, &back), "2 GiB content differs");
     drv.delete().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_directory_round_trips_as_a_streamed_tarball() {
+    let d = tempfile::tempdir().unwrap();
+    let empty = d.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let drv = driver(d.path(), "t/empty-dir.tgz");
+    // As wait does: tar.gz produced on a blocking thread straight into the upload.
+    let (w, failer, body) = argoexec_artifacts::pipe::pipe(4);
+    let src = empty.clone();
+    let producer = tokio::task::spawn_blocking(move || {
+        let r = argoexec_archive::write_tar_gz(&src, w, Some(6));
+        drop(failer);
+        r
+    });
+    drv.save_stream(body).await.unwrap();
+    producer.await.unwrap().unwrap();
+    // As init does: extracted while it downloads.
+    let Opened::Stream { body, .. } = drv.open().await.unwrap() else {
+        panic!()
+    };
+    let reader = tokio_util::io::SyncIoBridge::new(tokio_util::io::StreamReader::new(body));
+    let dest = d.path().join("back/empty");
+    let spill = d.path().join("back/spill");
+    let how = tokio::task::spawn_blocking(move || {
+        argoexec_archive::unpack_input_stream(
+            std::io::BufReader::new(reader),
+            &dest,
+            argoexec_archive::Strategy::Auto,
+            &spill,
+        )
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(
+        how,
+        argoexec_archive::Unpacked::Streamed(argoexec_archive::Format::TarGz)
+    );
+    let back = d.path().join("back/empty");
+    assert!(back.is_dir() && std::fs::read_dir(&back).unwrap().next().is_none());
+}
