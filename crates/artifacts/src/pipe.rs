@@ -43,6 +43,27 @@ pub fn pipe(chunks: usize) -> (PipeWriter, PipeFailer, ByteStream) {
     )
 }
 
+/// Run `produce` on a blocking thread, writing into a pipe whose reading end is returned;
+/// an error of `produce` is sent down the pipe (so the upload aborts) and also returned by
+/// the handle (whose message is the more precise one).
+pub fn produce<T, E, F>(chunks: usize, produce: F) -> (ByteStream, tokio::task::JoinHandle<Result<T, E>>)
+where
+    F: FnOnce(PipeWriter) -> Result<T, E> + Send + 'static,
+    T: Send + 'static,
+    E: std::fmt::Display + Send + 'static,
+{
+    let (writer, failer, body) = pipe(chunks);
+    let handle = tokio::task::spawn_blocking(move || {
+        let r = produce(writer);
+        match &r {
+            Err(e) => failer.fail(std::io::Error::other(e.to_string())),
+            Ok(_) => drop(failer),
+        }
+        r
+    });
+    (body, handle)
+}
+
 impl PipeWriter {
     fn send(&mut self) -> std::io::Result<()> {
         if self.buf.is_empty() {

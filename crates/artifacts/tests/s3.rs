@@ -271,13 +271,9 @@ async fn an_empty_directory_round_trips_as_a_streamed_tarball() {
     std::fs::create_dir_all(&empty).unwrap();
     let drv = driver(d.path(), "t/empty-dir.tgz");
     // As wait does: tar.gz produced on a blocking thread straight into the upload.
-    let (w, failer, body) = argoexec_artifacts::pipe::pipe(4);
     let src = empty.clone();
-    let producer = tokio::task::spawn_blocking(move || {
-        let r = argoexec_archive::write_tar_gz(&src, w, Some(6));
-        drop(failer);
-        r
-    });
+    let (body, producer) =
+        argoexec_artifacts::pipe::produce(4, move |w| argoexec_archive::write_tar_gz(&src, w, Some(6)));
     drv.save_stream(body).await.unwrap();
     producer.await.unwrap().unwrap();
     // As init does: extracted while it downloads.

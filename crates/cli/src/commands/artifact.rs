@@ -79,15 +79,10 @@ async fn execute(args: &Args) -> anyhow::Result<()> {
         Action::Put => {
             let src = path()?;
             if src.is_dir() && args.archive == Archive::Tar {
-                let (w, failer, body) = argoexec_artifacts::pipe::pipe(4);
                 let level = args.level.map(|l| argoexec_archive::gzip_level(Some(l)));
                 let s = src.clone();
-                let producer = tokio::task::spawn_blocking(move || {
-                    let r = argoexec_archive::write_tar_gz(&s, w, level);
-                    if let Err(e) = &r {
-                        failer.fail(std::io::Error::other(e.to_string()));
-                    }
-                    r
+                let (body, producer) = argoexec_artifacts::pipe::produce(4, move |w| {
+                    argoexec_archive::write_tar_gz(&s, w, level)
                 });
                 let sent = driver.save_stream(body).await;
                 producer.await??;

@@ -134,18 +134,13 @@ async fn stream_tar_gz(
     };
     let location = destination(ctx, art, &file_name).map_err(fail)?;
     let driver = AnyDriver::for_location(&location, &ctx.artifacts).map_err(|e| fail(e.to_string()))?;
-    let (writer, failer, body) = argoexec_artifacts::pipe::pipe(4);
-    let producer = tokio::task::spawn_blocking(move || {
-        let r = if zstd {
+    let (body, producer) = argoexec_artifacts::pipe::produce(4, move |writer| {
+        if zstd {
             let threads = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
             argoexec_archive::write_tar_zst(&src, writer, level.filter(|l| *l > 0), threads)
         } else {
             argoexec_archive::write_tar_gz(&src, writer, level.map(|l| argoexec_archive::gzip_level(Some(l))))
-        };
-        if let Err(e) = &r {
-            failer.fail(std::io::Error::other(e.to_string()));
         }
-        r
     });
     let sent = driver.save_stream(body).await;
     let produced = producer.await.map_err(|e| fail(format!("archive task: {e}")))?;
