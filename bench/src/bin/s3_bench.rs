@@ -2,7 +2,8 @@
 //! CLI (`aws s3 cp` / `aws s3 sync`, from the pinned `.venv-awscli`) on the same data, the
 //! same moto server (signature checking on) and the same run, side by side.
 //!
-//! Usage: `s3_bench [ARGOEXEC_BINARY] [--size-mib N] [--files N] [--runs N]` (defaults:
+//! Usage: `s3_bench [ARGOEXEC_BINARY] [--size-mib N] [--files N] [--runs N] [--only upload]`
+//! (`--only upload`: the single-file upload case alone; defaults:
 //! `target/static/x86_64-unknown-linux-gnu/release/argoexec.stripped`, 2048 MiB, 10 000
 //! files of 4 KiB, 1 run; the median is printed). Wall time and peak RSS of each command
 //! come from GNU `time -f "%e %M"`. Every download is compared byte for byte (`cmp -s`,
@@ -20,6 +21,7 @@ struct Args {
     size_mib: u64,
     files: usize,
     runs: usize,
+    upload_only: bool,
 }
 
 fn die(m: &str) -> ! {
@@ -33,6 +35,7 @@ fn parse_args() -> Args {
         size_mib: 2048,
         files: 10_000,
         runs: 1,
+        upload_only: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -41,6 +44,10 @@ fn parse_args() -> Args {
             "--size-mib" => a.size_mib = val().parse().unwrap_or_else(|_| die("bad --size-mib")),
             "--files" => a.files = val().parse().unwrap_or_else(|_| die("bad --files")),
             "--runs" => a.runs = val().parse().unwrap_or_else(|_| die("bad --runs")),
+            "--only" => match val().as_str() {
+                "upload" => a.upload_only = true,
+                other => die(&format!("--only {other}: only `upload` is known")),
+            },
             other if !other.starts_with('-') => a.bin = other.into(),
             other => die(&format!("unknown flag {other}")),
         }
@@ -198,6 +205,10 @@ fn main() {
         );
         (o, w)
     });
+    if a.upload_only {
+        print_table(&cases, a.runs);
+        return;
+    }
     run_case(format!("download {} MiB file", a.size_mib), &mut || {
         let _ = std::fs::remove_file(&out);
         let o = timed(ours(&["get", &loc("ours/big")], &out), "ours get");
@@ -239,14 +250,18 @@ fn main() {
         std::fs::remove_dir_all(&out).unwrap();
         (o, w)
     });
+    print_table(&cases, a.runs);
+}
+
+fn print_table(cases: &[Case], runs: usize) {
     println!(
         "S3 transfers to moto on 127.0.0.1 ({} cores), median of {} run(s)",
         std::thread::available_parallelism().map_or(0, |n| n.get()),
-        a.runs
+        runs
     );
     println!("| case | argoexec | peak RSS | aws cli | peak RSS | time ratio (ours/aws) |");
     println!("|---|---|---|---|---|---|");
-    for c in &cases {
+    for c in cases {
         println!(
             "| {} | {:.2} s | {:.0} MiB | {:.2} s | {:.0} MiB | {:.2}× |",
             c.name,
