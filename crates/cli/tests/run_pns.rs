@@ -184,9 +184,17 @@ fn item15_non_root_pods_and_mains_running_as_another_user() {
         return;
     }
     // The whole pod as UID 8737 (runAsNonRoot), and main alone as UID 1234 beside a root wait.
+    // A non-root wait has no CAP_SYS_PTRACE: it can open main's root only once main has
+    // exec'd (runc's init is non-dumpable until then), so — as docs/backends/pns.md says —
+    // main must outlive wait's first look after its exec. This main stays 300 ms after its
+    // write (its shape, not a synchronisation); mains of a few ms are covered below.
     let pod_wide = wf(
         "nonroot",
-        "securityContext: {runAsNonRoot: true, runAsUser: 8737}\ncontainer: {image: busybox, command: [sh, -c], args: ['echo -n $(id -u) > /tmp/uid']}\noutputs:\n  parameters:\n    - {name: uid, valueFrom: {path: /tmp/uid}}\n  artifacts:\n    - {name: a, path: /tmp/uid}",
+        "securityContext: {runAsNonRoot: true, runAsUser: 8737}\ncontainer: {image: busybox, command: [sh, -c], args: ['echo -n $(id -u) > /tmp/uid; sleep 0.3']}\noutputs:\n  parameters:\n    - {name: uid, valueFrom: {path: /tmp/uid}}\n  artifacts:\n    - {name: a, path: /tmp/uid}",
+    );
+    let quick_non_root = wf(
+        "nonrootquick",
+        "securityContext: {runAsNonRoot: true, runAsUser: 8737}\ncontainer: {image: busybox, command: [sh, -c], args: ['echo -n q > /tmp/q']}\noutputs:\n  parameters:\n    - {name: q, valueFrom: {path: /tmp/q}}",
     );
     let main_only = wf(
         "otheruid",
@@ -198,6 +206,22 @@ fn item15_non_root_pods_and_mains_running_as_another_user() {
         assert_eq!(r.phase(), "Succeeded", "{ex}: {}", r.dump());
         assert_eq!(r.param("uid").as_deref(), Some("8737"), "{ex}: {}", r.dump());
         assert!(r.artifact("a").is_some_and(|p| p.exists()), "{ex}: {}", r.dump());
+    }
+    // A main of a few ms in a non-root pns pod: its output is read, or the step ends with
+    // the error that names the cause — never a hang, a wrong value or a silent success.
+    if only(&["pns"]).contains(&"pns") {
+        for _ in 0..5 {
+            let r = run_yaml(&quick_non_root, "pns", &[]);
+            match r.phase() {
+                "Succeeded" => assert_eq!(r.param("q").as_deref(), Some("q"), "{}", r.dump()),
+                "Error" => assert!(
+                    r.message().contains("without CAP_SYS_PTRACE on the wait container a main must run as wait's user and live until wait sees it"),
+                    "{}",
+                    r.dump()
+                ),
+                other => panic!("phase {other}: {}", r.dump()),
+            }
+        }
     }
     for ex in only(&EXECUTORS) {
         let r = run_yaml(&main_only, ex, &[]);

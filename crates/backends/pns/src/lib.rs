@@ -202,7 +202,7 @@ impl PnsExecutor {
                 action,
                 container,
                 format!(
-                    "its root filesystem could not be opened ({}); a main running as another user needs CAP_SYS_PTRACE on the wait container",
+                    "its root filesystem could not be opened ({}); without CAP_SYS_PTRACE on the wait container a main must run as wait's user and live until wait sees it after its exec (runc keeps it unreadable until then), so put outputs of mains that exit within milliseconds on a volume",
                     p.root_error.as_deref().unwrap_or("unknown reason")
                 ),
             )

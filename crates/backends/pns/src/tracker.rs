@@ -6,7 +6,10 @@
 //! `CAP_NET_ADMIN`), so a background thread scans `/proc` every millisecond — a readdir of a
 //! pod-sized pid namespace, only new pids are opened — **only until every expected main
 //! container is mapped**; after that nothing runs in the background, and listings rescan on
-//! demand. Exits are never polled: they come from the pidfds.
+//! demand. While a freshly seen process still lacks its name or root (runc's init, waiting
+//! for its start signal) the pause shrinks to 100 µs for up to 2 s, so the window between its
+//! exec and the first readable look is as short as the scheduler allows. Exits are never
+//! polled: they come from the pidfds.
 //!
 //! A process seen during runc's init (before it execs the user's command) has no
 //! `ARGO_CONTAINER_NAME` yet and may not have its final root: its root is re-taken on every
@@ -70,6 +73,16 @@ pub fn exited(pidfd: &OwnedFd) -> bool {
     matches!(rustix::event::poll(&mut fds, Some(&zero)), Ok(n) if n > 0)
 }
 
+/// The scan pause while a fresh process is unsettled (see [`State::unsettled`]): between
+/// runc's start signal and the user's command exiting there may be only a millisecond or two,
+/// and a process of the same user becomes readable (dumpable) only at its exec.
+pub const SETTLE_INTERVAL: Duration = Duration::from_micros(100);
+
+/// How long after first sight a process is re-read at [`SETTLE_INTERVAL`]; past it (a
+/// process of another user that stays unreadable, an injected sidecar without a name) the
+/// scan goes back to its normal interval.
+pub const SETTLE_WINDOW: Duration = Duration::from_secs(2);
+
 #[derive(Default)]
 struct State {
     seen: Vec<Seen>,
@@ -80,6 +93,14 @@ struct State {
 }
 
 impl State {
+    /// A live process seen within [`SETTLE_WINDOW`] still lacks its name or its root: it is
+    /// probably in runc's init, about to exec, and may live only milliseconds after that.
+    fn unsettled(&self) -> bool {
+        self.seen.iter().any(|p| {
+            (p.name.is_none() || p.root.is_none()) && p.seen_at.elapsed() < SETTLE_WINDOW && !p.exited()
+        })
+    }
+
     fn all_expected_mapped(&self) -> bool {
         self.expected.as_ref().is_some_and(|names| {
             names
@@ -146,12 +167,19 @@ impl Tracker {
                         return;
                     }
                     inner.scan();
-                    if inner.lock().all_expected_mapped() {
+                    let s = inner.lock();
+                    if s.all_expected_mapped() {
                         tracing::debug!("every main container is mapped; the /proc scan stops");
                         return;
                     }
+                    let pause = if s.unsettled() {
+                        SETTLE_INTERVAL.min(interval)
+                    } else {
+                        interval
+                    };
+                    drop(s);
                     drop(inner);
-                    std::thread::sleep(interval);
+                    std::thread::sleep(pause);
                 }
             });
         if let Err(e) = spawned {
