@@ -2,7 +2,8 @@
 //! `GCSArtifact`: `bucket`, `key`, and `serviceAccountKeySecret` (a service-account JSON
 //! key, read from its mounted secret); without it, the environment's credentials
 //! (`GOOGLE_APPLICATION_CREDENTIALS`, then GKE Workload Identity via the metadata server).
-//! `ARGOEXEC_GCS_BASE_URL` points the client at another endpoint (an emulator).
+//! `ARGOEXEC_GCS_BASE_URL` ([`Settings::gcs_base_url`]) points the client at another endpoint
+//! (an emulator); plain `http://` is allowed only there.
 
 use std::sync::Arc;
 
@@ -24,13 +25,14 @@ pub fn driver(gcs: &GcsArtifact, settings: &Arc<Settings>) -> Result<StoreDriver
         .as_deref()
         .filter(|b| !b.is_empty())
         .ok_or_else(|| ArtifactError::config(KIND, "no bucket"))?;
+    let base_url = settings.gcs_base_url.as_deref().filter(|u| !u.is_empty());
     let mut b = GoogleCloudStorageBuilder::from_env()
         .with_bucket_name(bucket)
         .with_retry(crate::client::retry(settings))
         .with_client_options(crate::client::options(
             KIND,
             None,
-            std::env::var("ARGOEXEC_GCS_BASE_URL").is_ok_and(|u| u.starts_with("http://")),
+            base_url.is_some_and(|u| u.starts_with("http://")),
         )?);
     if let Some(sel) = &gcs.service_account_key_secret {
         let key = settings.secret_bytes(sel)?;
@@ -42,7 +44,7 @@ pub fn driver(gcs: &GcsArtifact, settings: &Arc<Settings>) -> Result<StoreDriver
         })?;
         b = b.with_service_account_key(key);
     }
-    if let Ok(url) = std::env::var("ARGOEXEC_GCS_BASE_URL") {
+    if let Some(url) = base_url {
         b = b.with_config(GoogleConfigKey::BaseUrl, url);
     }
     let store = b

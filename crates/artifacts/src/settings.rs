@@ -10,6 +10,7 @@
 //! | `ARGOEXEC_ARTIFACT_RETRY_TIMEOUT` | `3m` | give up retrying a request after this long |
 //! | `ARGOEXEC_ARTIFACT_PROGRESS_INTERVAL` | `10s` | a progress line per transfer at most this often |
 //! | `ARGOEXEC_ARTIFACT_CODEC` | `gzip` | `zstd`: `tar` outputs become `<name>.tar.zst` (opt-in; only argoexec-rs's init reads them) |
+//! | `ARGOEXEC_GCS_BASE_URL` | unset | the GCS driver's endpoint instead of Google's (an emulator); `http://` is allowed there |
 //!
 //! Memory of one transfer is bounded by the budget, part size × parallelism (64 MiB by
 //! default), plus the compressor's buffers, whatever the artifact's size. Uploads use small
@@ -56,6 +57,8 @@ pub struct Settings {
     pub progress_interval: Duration,
     /// Compressor of `tar` output artifacts.
     pub codec: Codec,
+    /// The GCS endpoint instead of `https://storage.googleapis.com` (an emulator).
+    pub gcs_base_url: Option<String>,
 }
 
 impl Default for Settings {
@@ -69,6 +72,7 @@ impl Default for Settings {
             retry_timeout: Duration::from_secs(180),
             progress_interval: Duration::from_secs(10),
             codec: Codec::Gzip,
+            gcs_base_url: None,
         }
     }
 }
@@ -151,6 +155,7 @@ impl Settings {
         if let Some(d) = duration("ARGOEXEC_ARTIFACT_PROGRESS_INTERVAL")? {
             s.progress_interval = d.max(Duration::from_millis(100));
         }
+        s.gcs_base_url = var("ARGOEXEC_GCS_BASE_URL").map(|v| v.trim().trim_end_matches('/').to_string());
         Ok(s)
     }
 
