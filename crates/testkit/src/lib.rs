@@ -1,9 +1,10 @@
 //! Real servers for tests and benchmarks, started on loopback and gone with the process:
 //! [`moto::Moto`] (an S3 server with signature checking on), [`azurite::Azurite`] (Azure
-//! Blob) and [`files::FileServer`]
+//! Blob), [`fake_gcs::FakeGcs`] (Google Cloud Storage) and [`files::FileServer`]
 //! (HTTP GET/HEAD/PUT/DELETE over a directory, with ranges and basic auth).
 
 pub mod azurite;
+pub mod fake_gcs;
 pub mod files;
 pub mod moto;
 
@@ -15,7 +16,7 @@ pub fn free_port() -> u16 {
         .expect("bind a port on 127.0.0.1")
 }
 
-/// The workspace root (where `.venv-moto` and `.venv-awscli` live).
+/// The workspace root (where `.venv-moto`, `.venv-fake-gcs` and `.venv-awscli` live).
 pub fn workspace_root() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .ancestors()
