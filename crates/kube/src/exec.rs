@@ -122,8 +122,81 @@ async fn read_all(r: Option<impl AsyncRead + Unpin>, limit: usize) -> Result<Vec
     }
 }
 
+/// The end of an exec's message loop, shared with its output readers: kube-rs shuts the
+/// output pipes only when the loop ends cleanly, so after an error (a connection dropped
+/// without the closing handshake) a reader would wait forever. Once the loop has ended no
+/// more output can arrive, so an empty pipe then means end of output.
+#[derive(Default)]
+struct Ended {
+    done: std::sync::atomic::AtomicBool,
+    waker: futures::task::AtomicWaker,
+}
+
+impl Ended {
+    fn set(&self) {
+        self.done.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.waker.wake();
+    }
+
+    fn is_set(&self) -> bool {
+        self.done.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// An output pipe that ends when it is empty and the message loop has ended.
+struct UntilEnded<R> {
+    inner: R,
+    ended: std::sync::Arc<Ended>,
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for UntilEnded<R> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        use std::task::Poll;
+        self.ended.waker.register(cx.waker());
+        match std::pin::Pin::new(&mut self.inner).poll_read(cx, buf) {
+            Poll::Pending if self.ended.is_set() => {
+                // Check once more: data written just before the end is still in the pipe.
+                match std::pin::Pin::new(&mut self.inner).poll_read(cx, buf) {
+                    Poll::Pending => Poll::Ready(Ok(())),
+                    other => other,
+                }
+            }
+            other => other,
+        }
+    }
+}
+
+/// Take the status future of `proc` and watch for the end of its message loop: returns the
+/// status (resolving when the loop ends: `None` without a status frame) and the flag.
+fn watch_end(proc: &mut AttachedProcess) -> (tokio::task::JoinHandle<Option<Status>>, std::sync::Arc<Ended>) {
+    let ended = std::sync::Arc::new(Ended::default());
+    let status = proc.take_status();
+    let flag = ended.clone();
+    let task = tokio::spawn(async move {
+        let s = match status {
+            Some(s) => s.await,
+            None => None,
+        };
+        flag.set();
+        s
+    });
+    (task, ended)
+}
+
+fn until_ended<R: AsyncRead + Unpin>(r: Option<R>, ended: &std::sync::Arc<Ended>) -> Option<UntilEnded<R>> {
+    r.map(|inner| UntilEnded {
+        inner,
+        ended: ended.clone(),
+    })
+}
+
 /// Collect stdout (up to `limit` bytes kept) and stderr, then judge the status; the whole
-/// exchange must end within `timeout`.
+/// exchange must end within `timeout`. A stream that ends without a status is judged
+/// [`ExecFailure::NoStatus`] as soon as it ends.
 ///
 /// # Errors
 /// [`ExecFailure`].
@@ -132,15 +205,12 @@ pub async fn collect(
     limit: usize,
     timeout: Duration,
 ) -> Result<ExecOutput, ExecFailure> {
-    let status = proc.take_status();
-    let (out, err) = (proc.stdout(), proc.stderr());
+    let (status, ended) = watch_end(&mut proc);
+    let out = until_ended(proc.stdout(), &ended);
+    let err = until_ended(proc.stderr(), &ended);
     let work = async move {
         let (stdout, stderr) = tokio::try_join!(read_all(out, limit), read_all(err, 64 * 1024))?;
-        let status = match status {
-            Some(s) => s.await,
-            None => None,
-        };
-        judge(status, &stderr)?;
+        judge(status.await.ok().flatten(), &stderr)?;
         Ok(ExecOutput { stdout, stderr })
     };
     let r = tokio::time::timeout(timeout, work).await;
@@ -149,23 +219,21 @@ pub async fn collect(
 }
 
 /// A command's stdout as a stream, and a future with its verdict (resolve it after the
-/// stream ended). stderr is drained in the background and included in a failure.
+/// stream ended). stderr is drained in the background and included in a failure. The
+/// stream ends when the exec does, even when it ends without its closing handshake.
 pub fn stream(
     mut proc: AttachedProcess,
 ) -> (
     impl AsyncRead + Send + Unpin + use<>,
     impl Future<Output = Result<(), ExecFailure>> + Send + use<>,
 ) {
-    let status = proc.take_status();
-    let out = proc.stdout();
-    let err = proc.stderr();
+    let (status, ended) = watch_end(&mut proc);
+    let out = until_ended(proc.stdout(), &ended);
+    let err = until_ended(proc.stderr(), &ended);
     let stderr = tokio::spawn(read_all(err, 64 * 1024));
     let verdict = async move {
+        let s = status.await.ok().flatten();
         let stderr = stderr.await.ok().and_then(Result::ok).unwrap_or_default();
-        let s = match status {
-            Some(s) => s.await,
-            None => None,
-        };
         drop(proc);
         judge(s, &stderr)
     };

@@ -128,13 +128,15 @@ pub fn internal_status(msg: &str) -> Value {
            "reason": "InternalError", "details": {"causes": [{"message": msg}]}, "code": 500})
 }
 
-/// Run one exec session over an upgraded connection.
+/// Run one exec session over an upgraded connection; `drop_status` (a fault) closes it
+/// without the channel-3 status.
 pub async fn session(
     req: Req,
     proto: Option<Protocol>,
     docker: Docker,
     spec: ExecSpec,
     pre: Option<PreError>,
+    drop_status: bool,
 ) {
     let upgraded = match hyper::upgrade::on(req).await {
         Ok(u) => u,
@@ -173,7 +175,10 @@ pub async fn session(
         Some(s) => Some(s),
         None => pump(&docker, &spec, p, &mut tx, &mut rx, &frame).await,
     };
-    if let Some(s) = status {
+    if drop_status {
+        tracing::warn!(command = ?spec.command, "fault: the exec closes without its status");
+    }
+    if let Some(s) = status.filter(|_| !drop_status) {
         let body = if p.json_status {
             serde_json::to_vec(&s).unwrap_or_default()
         } else {
@@ -232,33 +237,13 @@ async fn pump(
                     return None;
                 }
                 Some(Ok(m)) => {
-                    let data: Vec<u8> = match m {
-                        Message::Binary(b) => b.to_vec(),
-                        Message::Text(t) if p.base64 => {
-                            let t = t.as_str();
-                            let Some(ch) = t.bytes().next() else { continue };
-                            match STANDARD.decode(&t[1..]) {
-                                Ok(mut d) => { d.insert(0, ch.wrapping_sub(b'0')); d }
-                                Err(_) => continue,
-                            }
-                        }
-                        // Binary protocols take text frames as bytes too (Go's wsstream
-                        // reads both kinds; the Python client sends str stdin as text).
-                        Message::Text(t) => t.as_bytes().to_vec(),
-                        _ => continue,
-                    };
-                    let input = match data.split_first() {
-                        Some((0, rest)) if !rest.is_empty() => Input::Stdin(Bytes::copy_from_slice(rest)),
-                        Some((255, [0])) if p.v5 => Input::Eof,
-                        Some((255, _)) if p.v5 => {
+                    let input = match decode_client_message(p, &m) {
+                        ClientMessage::Input(i) => i,
+                        ClientMessage::Ignored => continue,
+                        ClientMessage::InvalidClose => {
                             proc.abort();
                             return Some(internal_status("invalid close signal"));
                         }
-                        Some((4, rest)) => match resize_of(rest) {
-                            Some((w, h)) => Input::Resize(w, h),
-                            None => continue,
-                        },
-                        _ => continue,
                     };
                     if in_tx.send(input).await.is_err() {
                         input_open = false;
@@ -268,6 +253,54 @@ async fn pump(
         }
     }
     proc.await.ok()
+}
+
+/// What one client WebSocket message means for a running exec.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClientMessage {
+    /// Something for the process.
+    Input(Input),
+    /// Nothing for the process: empty stdin, an unknown channel, a bad resize or base64
+    /// payload, a ping or pong.
+    Ignored,
+    /// A v5 close signal other than `[255, 0]`: the session ends with an InternalError.
+    InvalidClose,
+}
+
+/// Decode one client message: `[channel][data]` (binary, or text taken as bytes), or for the
+/// `base64.*` protocols a text frame of an ASCII channel digit and base64 data. Channel 0 is
+/// stdin, 4 a resize, 255 (v5 only) the stdin close signal. Close frames are the caller's.
+pub fn decode_client_message(p: Protocol, m: &Message) -> ClientMessage {
+    let data: Vec<u8> = match m {
+        Message::Binary(b) => b.to_vec(),
+        Message::Text(t) if p.base64 => {
+            let t = t.as_str();
+            let Some(ch) = t.bytes().next() else {
+                return ClientMessage::Ignored;
+            };
+            match STANDARD.decode(&t[1..]) {
+                Ok(mut d) => {
+                    d.insert(0, ch.wrapping_sub(b'0'));
+                    d
+                }
+                Err(_) => return ClientMessage::Ignored,
+            }
+        }
+        // Binary protocols take text frames as bytes too (Go's wsstream reads both kinds;
+        // the Python client sends str stdin as text).
+        Message::Text(t) => t.as_bytes().to_vec(),
+        _ => return ClientMessage::Ignored,
+    };
+    ClientMessage::Input(match data.split_first() {
+        Some((0, rest)) if !rest.is_empty() => Input::Stdin(Bytes::copy_from_slice(rest)),
+        Some((255, [0])) if p.v5 => Input::Eof,
+        Some((255, _)) if p.v5 => return ClientMessage::InvalidClose,
+        Some((4, rest)) => match resize_of(rest) {
+            Some((w, h)) => Input::Resize(w, h),
+            None => return ClientMessage::Ignored,
+        },
+        _ => return ClientMessage::Ignored,
+    })
 }
 
 /// What a client sends to a running exec.

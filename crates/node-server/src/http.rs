@@ -35,17 +35,44 @@ pub trait Handler: Send + Sync + 'static {
     fn handle(self: Arc<Self>, req: Req) -> Pin<Box<dyn Future<Output = Resp> + Send>>;
 }
 
-/// Serve `handler` on `listener` with TLS until `shutdown` fires.
+/// The TLS settings an endpoint serves with, swappable while it runs (a CA rotation):
+/// every new connection takes the current one.
+pub type TlsSwap = Arc<std::sync::RwLock<Arc<ServerConfig>>>;
+
+/// Serve `handler` on `listener` with TLS until `shutdown` fires. A message on `restarts`
+/// restarts the endpoint as a crashed server would: the listener and every connection are
+/// dropped, and the same port is bound again after the given time.
 pub async fn serve<H: Handler>(
-    listener: TcpListener,
-    tls: Arc<ServerConfig>,
+    mut listener: TcpListener,
+    tls: TlsSwap,
     handler: Arc<H>,
     shutdown: CancellationToken,
+    mut restarts: tokio::sync::mpsc::UnboundedReceiver<std::time::Duration>,
 ) {
-    let acceptor = TlsAcceptor::from(tls);
+    let addr = listener.local_addr().ok();
+    let mut generation = shutdown.child_token();
     loop {
         let (tcp, peer) = tokio::select! {
             () = shutdown.cancelled() => return,
+            Some(down) = restarts.recv() => {
+                let Some(addr) = addr else { continue };
+                tracing::warn!(%addr, ?down, "fault: the endpoint goes down");
+                generation.cancel();
+                drop(listener);
+                tokio::time::sleep(down).await;
+                listener = loop {
+                    match TcpListener::bind(addr).await {
+                        Ok(l) => break l,
+                        Err(e) => {
+                            tracing::debug!(%addr, error = %e, "rebind");
+                            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                        }
+                    }
+                };
+                generation = shutdown.child_token();
+                tracing::warn!(%addr, "fault: the endpoint is back");
+                continue;
+            }
             r = listener.accept() => match r {
                 Ok(x) => x,
                 Err(e) => {
@@ -54,19 +81,23 @@ pub async fn serve<H: Handler>(
                 }
             },
         };
-        let acceptor = acceptor.clone();
+        let config = tls.read().unwrap_or_else(|p| p.into_inner()).clone();
+        let acceptor = TlsAcceptor::from(config);
         let handler = handler.clone();
-        let shutdown = shutdown.clone();
+        let stop = generation.clone();
         tokio::spawn(async move {
             let _ = tcp.set_nodelay(true);
-            let tls = match acceptor.accept(tcp).await {
-                Ok(t) => t,
-                Err(e) => {
-                    tracing::debug!(%peer, error = %e, "TLS handshake failed");
-                    return;
-                }
+            let tls = tokio::select! {
+                r = acceptor.accept(tcp) => match r {
+                    Ok(t) => t,
+                    Err(e) => {
+                        tracing::debug!(%peer, error = %e, "TLS handshake failed");
+                        return;
+                    }
+                },
+                () = stop.cancelled() => return,
             };
-            serve_conn(tls, peer, handler, shutdown).await;
+            serve_conn(tls, peer, handler, stop).await;
         });
     }
 }

@@ -5,16 +5,20 @@
 //! `proxy`; 403 `Forbidden (user=…, verb=…, resource=nodes, subresource(s)=[…])`).
 //! Errors are plain text, never Status JSON (except in band on channel 3 of an exec).
 
+use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use http::{HeaderValue, Method};
 use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
 
 use crate::auth::{Attributes, Decision, Rbac, Subject, Tokens, tokens::bearer};
 use crate::counts::Counts;
 use crate::exec::{self, ExecSpec};
+use crate::faults::Faults;
 use crate::http::{
     Handler, Query, Req, Resp, full, is_websocket, json as json_resp, kubelet_error, streaming,
 };
@@ -35,6 +39,62 @@ pub struct Kubelet {
     pub rbac: Arc<Rbac>,
     /// Request counters.
     pub counts: Arc<Counts>,
+    /// Injected faults.
+    faults: Arc<Faults>,
+    /// Past `/pods` answers with their time, kept when `kubelet-stale` is injected.
+    history: Mutex<VecDeque<(Instant, Arc<Value>)>>,
+}
+
+impl Kubelet {
+    /// The endpoint's state.
+    pub fn new(
+        store: Arc<Store>,
+        pods: Arc<Pods>,
+        tokens: Arc<Tokens>,
+        rbac: Arc<Rbac>,
+        counts: Arc<Counts>,
+        faults: Arc<Faults>,
+    ) -> Self {
+        Self {
+            store,
+            pods,
+            tokens,
+            rbac,
+            counts,
+            faults,
+            history: Mutex::new(VecDeque::new()),
+        }
+    }
+
+    /// With `kubelet-stale`: record the pod list after every change, so `/pods` can answer
+    /// with the one as it was that long ago (a kubelet whose status manager lags).
+    pub async fn record_history(self: Arc<Self>, shutdown: CancellationToken) {
+        let Some(age) = self.faults.spec.kubelet_stale else {
+            return;
+        };
+        let mut rx = match self.store.watch(Kind::Pod, Some(self.store.version())) {
+            Ok((_, rx)) => rx,
+            Err(_) => return,
+        };
+        loop {
+            self.remember(age);
+            tokio::select! {
+                () = shutdown.cancelled() => return,
+                r = rx.recv() => if matches!(r, Err(tokio::sync::broadcast::error::RecvError::Closed)) { return },
+            }
+        }
+    }
+
+    fn remember(&self, age: Duration) {
+        let now = Instant::now();
+        let list = Arc::new(self.current_pod_list());
+        let mut h = self.history.lock().unwrap_or_else(|p| p.into_inner());
+        h.push_back((now, list));
+        // Keep one entry older than `age` (the answer) and everything newer.
+        while h.len() > 1 && h.get(1).is_some_and(|(t, _)| now.duration_since(*t) >= age) {
+            h.pop_front();
+        }
+    }
 }
 
 impl Handler for Kubelet {
@@ -158,8 +218,26 @@ impl Kubelet {
         }
     }
 
-    /// The node's pods as a v1 PodList, with the kubelet's config annotations.
+    /// The node's pods as a v1 PodList (as they were `kubelet-stale` ago, when injected).
     fn pod_list(&self) -> Value {
+        if let Some(age) = self.faults.spec.kubelet_stale {
+            let h = self.history.lock().unwrap_or_else(|p| p.into_inner());
+            let now = Instant::now();
+            let old = h
+                .iter()
+                .rev()
+                .find(|(t, _)| now.duration_since(*t) >= age)
+                .or(h.front());
+            if let Some((_, old)) = old {
+                self.faults.stale_answer();
+                return (**old).clone();
+            }
+        }
+        self.current_pod_list()
+    }
+
+    /// The node's pods as a v1 PodList, with the kubelet's config annotations.
+    fn current_pod_list(&self) -> Value {
         let (items, _) = self.store.list(Kind::Pod, None);
         let items: Vec<Value> = items
             .iter()
@@ -273,7 +351,8 @@ impl Kubelet {
             return Err(KubeletError::new(403, "websocket: no common subprotocol"));
         };
         let resp = exec::switching(&req, proto);
-        tokio::spawn(exec::session(req, proto, docker, spec, None));
+        let silent = self.faults.drop_exec_status();
+        tokio::spawn(exec::session(req, proto, docker, spec, None, silent));
         Ok(resp)
     }
 }

@@ -15,6 +15,7 @@ pub mod auth;
 pub mod counts;
 mod error;
 pub mod exec;
+pub mod faults;
 pub mod http;
 mod kubelet;
 pub mod logs;

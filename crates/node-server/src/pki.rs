@@ -77,6 +77,8 @@ impl Served {
 
 /// Everything TLS the node serves with.
 pub struct Pki {
+    node_name: String,
+    setup: KubeletCert,
     ca_pem: String,
     kubelet_ca_pem: String,
     /// The API server's certificate.
@@ -90,7 +92,7 @@ impl Pki {
     ///
     /// # Errors
     /// When key generation or signing fails.
-    pub fn generate(node_name: &str, kubelet: KubeletCert) -> Result<Self, ServerError> {
+    pub fn generate(node_name: &str, setup: KubeletCert) -> Result<Self, ServerError> {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs())
@@ -110,7 +112,7 @@ impl Pki {
                 "kubernetes.default.svc.cluster.local",
             ],
         )?;
-        let (kubelet, kubelet_ca_pem) = match kubelet {
+        let (kubelet, kubelet_ca_pem) = match setup {
             KubeletCert::ClusterCaIp => (
                 leaf(
                     &issuer,
@@ -131,11 +133,32 @@ impl Pki {
             }
         };
         Ok(Self {
+            node_name: node_name.to_string(),
+            setup,
             ca_pem,
             kubelet_ca_pem,
             api,
             kubelet,
         })
+    }
+
+    /// Rotate the cluster CA (a fault of `crate::faults`): a new CA signs new serving
+    /// certificates for the API server (and the kubelet, unless its certificate is
+    /// self-signed); the trusted bundle becomes the old CA followed by the new one, as in a
+    /// real rotation's middle phase, so clients that re-read `ca.crt` keep working.
+    ///
+    /// # Errors
+    /// When key generation or signing fails.
+    pub fn rotate(&mut self) -> Result<(), ServerError> {
+        let next = Self::generate(&self.node_name, self.setup)?;
+        let bundle = format!("{}{}", self.ca_pem, next.ca_pem);
+        if self.setup != KubeletCert::SelfSigned {
+            self.kubelet = next.kubelet;
+            self.kubelet_ca_pem = bundle.clone();
+        }
+        self.api = next.api;
+        self.ca_pem = bundle;
+        Ok(())
     }
 
     /// The cluster CA (the pods' `ca.crt`, the kubeconfig's authority).

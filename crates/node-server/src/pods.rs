@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::{BoundPod, Subject, Tokens};
+use crate::faults::{Action, Faults};
 use crate::serviceaccount::{self, MOUNT_PATH, Projection};
 use crate::status::{ApiError, PODS};
 use crate::store::{Kind, Store, new_uid};
@@ -44,12 +45,31 @@ struct Running {
     deleting: std::sync::atomic::AtomicBool,
 }
 
+/// A timed fault of one pod, due `after` from now (executed by the node server).
+#[derive(Debug, Clone)]
+pub struct FaultEvent {
+    /// The pod's namespace.
+    pub ns: String,
+    /// The pod's name.
+    pub name: String,
+    /// Delay before acting.
+    pub after: Duration,
+    /// What to do.
+    pub action: Action,
+}
+
 /// The pod manager.
 pub struct Pods {
     node: LocalNode,
     store: Arc<Store>,
     tokens: Arc<Tokens>,
     config: PodsConfig,
+    /// The pods' `ca.crt` (a bundle after a CA rotation).
+    ca_pem: Mutex<String>,
+    /// Wakes every projection loop to write its files again now (CA rotated).
+    reproject: tokio::sync::Notify,
+    faults: Arc<Faults>,
+    fault_tx: tokio::sync::mpsc::UnboundedSender<FaultEvent>,
     running: Mutex<HashMap<String, Arc<Running>>>,
     /// How many pods are in `running` (shutdown waits for 0).
     live: tokio::sync::watch::Sender<usize>,
@@ -57,11 +77,22 @@ pub struct Pods {
 
 impl Pods {
     /// A manager over `node`.
-    pub fn new(node: LocalNode, store: Arc<Store>, tokens: Arc<Tokens>, config: PodsConfig) -> Arc<Self> {
+    pub fn new(
+        node: LocalNode,
+        store: Arc<Store>,
+        tokens: Arc<Tokens>,
+        config: PodsConfig,
+        faults: Arc<Faults>,
+        fault_tx: tokio::sync::mpsc::UnboundedSender<FaultEvent>,
+    ) -> Arc<Self> {
         Arc::new(Self {
             node,
             store,
             tokens,
+            ca_pem: Mutex::new(config.ca_pem.clone()),
+            reproject: tokio::sync::Notify::new(),
+            faults,
+            fault_tx,
             config,
             running: Mutex::new(HashMap::new()),
             live: tokio::sync::watch::Sender::new(0),
@@ -235,6 +266,7 @@ impl Pods {
                         o["status"] = v;
                         Ok(())
                     });
+                    self.schedule_faults(&ns, &name, &uid, &st);
                     tokio::select! {
                         r = rx.changed() => if r.is_err() { break },
                         () = entry.stop.cancelled() => break,
@@ -257,6 +289,60 @@ impl Pods {
             r.abort();
         }
         entry.done.notify_waiters();
+    }
+
+    /// Queue the timed faults that this status makes due.
+    fn schedule_faults(&self, ns: &str, name: &str, uid: &str, st: &k8s_openapi::api::core::v1::PodStatus) {
+        if self.faults.spec.timed.is_empty() {
+            return;
+        }
+        let running: Vec<String> = st
+            .container_statuses
+            .iter()
+            .flatten()
+            .filter(|c| c.state.as_ref().is_some_and(|s| s.running.is_some()))
+            .map(|c| c.name.clone())
+            .collect();
+        for (after, action) in self.faults.due(uid, &running) {
+            let _ = self.fault_tx.send(FaultEvent {
+                ns: ns.into(),
+                name: name.into(),
+                after,
+                action,
+            });
+        }
+    }
+
+    /// Replace the pods' `ca.crt` and rewrite every projection now.
+    pub fn set_ca(&self, pem: String) {
+        *self.ca_pem.lock().unwrap_or_else(|p| p.into_inner()) = pem;
+        self.reproject.notify_waiters();
+    }
+
+    /// Evict a pod as the kubelet does under node pressure: its containers are stopped with
+    /// its grace period and it ends `Failed` with reason `Evicted`.
+    ///
+    /// # Errors
+    /// 404 when the pod is not running here.
+    pub async fn evict(&self, ns: &str, name: &str) -> Result<(), ApiError> {
+        let cur = self
+            .store
+            .get(Kind::Pod, ns, name)
+            .ok_or_else(|| ApiError::not_found(&PODS, name))?;
+        let uid = cur["metadata"]["uid"].as_str().unwrap_or("");
+        let grace = cur["spec"]["terminationGracePeriodSeconds"]
+            .as_u64()
+            .unwrap_or(30);
+        let entry = self
+            .lock()
+            .get(uid)
+            .cloned()
+            .ok_or_else(|| ApiError::not_found(&PODS, name))?;
+        let g = entry.run.lock().await;
+        let run = g.as_ref().ok_or_else(|| ApiError::not_found(&PODS, name))?;
+        tracing::warn!(pod = %name, "fault: evicting the pod");
+        run.evict(Duration::from_secs(grace));
+        Ok(())
     }
 
     /// Mark a pod that could not start as failed, with the node's message.
@@ -293,7 +379,7 @@ impl Pods {
             dir,
             &Projection {
                 token: &token,
-                ca_pem: &self.config.ca_pem,
+                ca_pem: &self.ca_pem.lock().unwrap_or_else(|p| p.into_inner()).clone(),
                 namespace: pod.metadata.namespace.as_deref().unwrap_or(""),
             },
         )
@@ -309,6 +395,7 @@ impl Pods {
             loop {
                 tokio::select! {
                     () = tokio::time::sleep(self.config.token_rotation) => {}
+                    () = self.reproject.notified() => {}
                     () = stop.cancelled() => return,
                 }
                 if let Err(e) = self.project(&pod, "", &dir) {
@@ -376,6 +463,11 @@ impl Pods {
         };
         let g = entry.run.lock().await;
         g.as_ref().map(PodRun::container_ids).unwrap_or_default()
+    }
+
+    /// The host directory of the projected volume of the pod with `uid`.
+    pub fn sa_dir(&self, uid: &str) -> PathBuf {
+        self.config.sa_root.join(uid)
     }
 
     /// Remove the node server's own host directories (after every pod is gone).

@@ -3,13 +3,14 @@
 //! [`NodeServer::shutdown`], which deletes every pod (containers and files) first.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use argoexec_node::{LocalNode, NodeConfig};
 use base64::Engine;
 use serde_json::Value;
 use tokio::net::TcpListener;
+use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -17,9 +18,11 @@ use crate::api::Api;
 use crate::auth::{Rbac, Subject, Tokens};
 use crate::counts::{CountRow, Counts};
 use crate::error::ServerError;
+use crate::faults::{Action, FaultSpec, Faults};
+use crate::http::TlsSwap;
 use crate::kubelet::Kubelet;
 use crate::pki::{KubeletCert, Pki};
-use crate::pods::{Pods, PodsConfig};
+use crate::pods::{FaultEvent, Pods, PodsConfig};
 use crate::status::ApiError;
 use crate::store::{Kind, Store};
 
@@ -40,6 +43,8 @@ pub struct ServerConfig {
     pub token_rotation: Duration,
     /// Events kept per kind for resuming watches (the watch cache; 100 by default).
     pub watch_cache: usize,
+    /// Faults to inject ([`crate::faults`]); none by default.
+    pub faults: FaultSpec,
 }
 
 impl Default for ServerConfig {
@@ -52,6 +57,7 @@ impl Default for ServerConfig {
             token_ttl: Duration::from_secs(3607),
             token_rotation: Duration::from_secs(2880),
             watch_cache: 100,
+            faults: FaultSpec::default(),
         }
     }
 }
@@ -59,7 +65,7 @@ impl Default for ServerConfig {
 /// The running node server.
 pub struct NodeServer {
     api: Arc<Api>,
-    pki: Pki,
+    pki: Arc<Mutex<Pki>>,
     admin_token: String,
     api_port: u16,
     kubelet_port: u16,
@@ -91,6 +97,11 @@ impl NodeServer {
         let tokens = Arc::new(Tokens::default());
         let rbac = Arc::new(Rbac::default());
         let counts = Arc::new(Counts::default());
+        if !config.faults.is_empty() {
+            tracing::warn!(faults = ?config.faults, "fault injection is on");
+        }
+        let faults = Arc::new(Faults::new(config.faults.clone()));
+        let (fault_tx, fault_rx) = mpsc::unbounded_channel();
         let sa_root = config
             .node
             .state_dir
@@ -106,6 +117,8 @@ impl NodeServer {
                 ca_pem: pki.ca_pem().to_string(),
                 sa_root,
             },
+            faults.clone(),
+            fault_tx,
         );
         let admin_token = tokens.issue(Subject::admin(), None);
         let api = Arc::new(Api {
@@ -114,30 +127,43 @@ impl NodeServer {
             tokens: tokens.clone(),
             rbac: rbac.clone(),
             counts: counts.clone(),
+            faults: faults.clone(),
             kubelet_port,
             api_port,
         });
-        let kubelet = Arc::new(Kubelet {
-            store,
-            pods,
-            tokens,
-            rbac,
-            counts,
-        });
+        let kubelet = Arc::new(Kubelet::new(store, pods, tokens, rbac, counts, faults.clone()));
         let shutdown = CancellationToken::new();
+        let api_tls: TlsSwap = Arc::new(RwLock::new(pki.api.server_config(true)?));
+        let kubelet_tls: TlsSwap = Arc::new(RwLock::new(pki.kubelet.server_config(false)?));
+        let (api_restart, api_restarts) = mpsc::unbounded_channel();
+        let (kubelet_restart, kubelet_restarts) = mpsc::unbounded_channel();
+        let pki = Arc::new(Mutex::new(pki));
+        let actions = FaultActions {
+            pki: pki.clone(),
+            api_tls: api_tls.clone(),
+            kubelet_tls: kubelet_tls.clone(),
+            api_restart,
+            kubelet_restart,
+            pods: api.pods.clone(),
+            faults: faults.clone(),
+        };
         let tasks = vec![
             tokio::spawn(crate::http::serve(
                 api_l,
-                pki.api.server_config(true)?,
+                api_tls,
                 api.clone(),
                 shutdown.clone(),
+                api_restarts,
             )),
             tokio::spawn(crate::http::serve(
                 kubelet_l,
-                pki.kubelet.server_config(false)?,
-                kubelet,
+                kubelet_tls,
+                kubelet.clone(),
                 shutdown.clone(),
+                kubelet_restarts,
             )),
+            tokio::spawn(actions.run(fault_rx, shutdown.clone())),
+            tokio::spawn(kubelet.record_history(shutdown.clone())),
         ];
         tracing::info!(api_port, kubelet_port, node = %node_name, "local node endpoints are up");
         Ok(Self {
@@ -177,14 +203,22 @@ impl NodeServer {
         &self.node_name
     }
 
-    /// The cluster CA (PEM).
-    pub fn ca_pem(&self) -> &str {
-        self.pki.ca_pem()
+    /// The cluster CA (PEM; the old and the new CA after a rotation).
+    pub fn ca_pem(&self) -> String {
+        self.pki
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .ca_pem()
+            .to_string()
     }
 
     /// The CA of the kubelet's certificate (PEM).
-    pub fn kubelet_ca_pem(&self) -> &str {
-        self.pki.kubelet_ca_pem()
+    pub fn kubelet_ca_pem(&self) -> String {
+        self.pki
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .kubelet_ca_pem()
+            .to_string()
     }
 
     /// The admin's bearer token (group `system:masters`).
@@ -200,6 +234,18 @@ impl NodeServer {
     /// The RBAC policy (load Role/Binding YAML into it).
     pub fn rbac(&self) -> &Rbac {
         &self.api.rbac
+    }
+
+    /// The host directory of a pod's projected service-account volume (`token`, `ca.crt`,
+    /// `namespace`), while the pod exists.
+    pub fn service_account_dir(&self, ns: &str, name: &str) -> Option<PathBuf> {
+        let p = self.get_pod(ns, name)?;
+        Some(self.api.pods.sa_dir(p["metadata"]["uid"].as_str()?))
+    }
+
+    /// What the injected faults did so far ([`Faults::report`]).
+    pub fn fault_report(&self) -> Value {
+        self.api.faults.report()
     }
 
     /// Request counts, for every pod or one (`namespace/name`).
@@ -262,7 +308,7 @@ impl NodeServer {
 
     /// A kubeconfig (YAML) for the admin.
     pub fn kubeconfig(&self) -> String {
-        let ca = base64::engine::general_purpose::STANDARD.encode(self.ca_pem());
+        let ca = base64::engine::general_purpose::STANDARD.encode(self.ca_pem().as_bytes());
         format!(
             "apiVersion: v1\nkind: Config\nclusters:\n- name: argoexec-local\n  cluster:\n    server: {}\n    certificate-authority-data: {ca}\nusers:\n- name: argoexec-admin\n  user:\n    token: {}\ncontexts:\n- name: argoexec-local\n  context:\n    cluster: argoexec-local\n    user: argoexec-admin\n    namespace: default\ncurrent-context: argoexec-local\n",
             self.api_url(),
@@ -296,6 +342,64 @@ impl NodeServer {
         self.shutdown.cancel();
         for t in self.tasks {
             let _ = t.await;
+        }
+    }
+}
+
+/// Carries out the timed faults ([`crate::faults::Action`]) the pods make due.
+struct FaultActions {
+    pki: Arc<Mutex<Pki>>,
+    api_tls: TlsSwap,
+    kubelet_tls: TlsSwap,
+    api_restart: mpsc::UnboundedSender<Duration>,
+    kubelet_restart: mpsc::UnboundedSender<Duration>,
+    pods: Arc<Pods>,
+    faults: Arc<Faults>,
+}
+
+impl FaultActions {
+    async fn run(self, mut rx: mpsc::UnboundedReceiver<FaultEvent>, shutdown: CancellationToken) {
+        let me = Arc::new(self);
+        loop {
+            let ev = tokio::select! {
+                () = shutdown.cancelled() => return,
+                ev = rx.recv() => match ev { Some(ev) => ev, None => return },
+            };
+            let me = me.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(ev.after).await;
+                tracing::warn!(pod = %ev.name, action = ?ev.action, "fault: acting");
+                match me.act(&ev).await {
+                    Ok(()) => me.faults.acted(format!("{:?} {}/{}", ev.action, ev.ns, ev.name)),
+                    Err(e) => {
+                        tracing::error!(pod = %ev.name, action = ?ev.action, error = %e, "fault action failed");
+                    }
+                }
+            });
+        }
+    }
+
+    async fn act(&self, ev: &FaultEvent) -> Result<(), String> {
+        match ev.action {
+            Action::ApiRestart(down) => self.api_restart.send(down).map_err(|e| e.to_string()),
+            Action::KubeletRestart(down) => self.kubelet_restart.send(down).map_err(|e| e.to_string()),
+            Action::CaRotate => {
+                let mut pki = self.pki.lock().unwrap_or_else(|p| p.into_inner());
+                pki.rotate().map_err(|e| e.to_string())?;
+                let api = pki.api.server_config(true).map_err(|e| e.to_string())?;
+                let kubelet = pki.kubelet.server_config(false).map_err(|e| e.to_string())?;
+                // The bundle first, then the certificates, as a real rotation orders them.
+                self.pods.set_ca(pki.ca_pem().to_string());
+                *self.api_tls.write().unwrap_or_else(|p| p.into_inner()) = api;
+                *self.kubelet_tls.write().unwrap_or_else(|p| p.into_inner()) = kubelet;
+                Ok(())
+            }
+            Action::Evict => self.pods.evict(&ev.ns, &ev.name).await.map_err(|e| e.message),
+            Action::Delete => self
+                .pods
+                .delete(&ev.ns, &ev.name, None)
+                .map(|_| ())
+                .map_err(|e| e.message),
         }
     }
 }

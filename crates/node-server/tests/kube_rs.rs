@@ -157,7 +157,7 @@ async fn kube_rs_agrees_with_both_endpoints() {
     let state = tempfile::tempdir().unwrap();
     let _sweep = Sweep(label("ip"));
     let s = server(state.path()).await;
-    let admin = client(&s.api_url(), s.ca_pem(), s.admin_token()).await;
+    let admin = client(&s.api_url(), &s.ca_pem(), s.admin_token()).await;
     let pods: Api<Pod> = Api::default_namespaced(admin.clone());
 
     // API: create, then watch until Running (kube-runtime's watcher under the hood).
@@ -240,7 +240,7 @@ async fn kube_rs_agrees_with_both_endpoints() {
 
     // Kubelet: kube's kubelet-debug logs and exec, with a token holding nodes/proxy.
     let token = s.issue_token("default", "kubelet", None);
-    let kubelet = client(&s.kubelet_url(), s.kubelet_ca_pem(), &token).await;
+    let kubelet = client(&s.kubelet_url(), &s.kubelet_ca_pem(), &token).await;
     let kp = KubeletDebugParams {
         name: "kr",
         namespace: "default",
@@ -269,7 +269,7 @@ async fn kube_rs_agrees_with_both_endpoints() {
     assert_eq!(status.status.as_deref(), Some("Success"));
 
     // Kubelet authn/authz: unknown token → 401; nodes/pods only → /pods yes, logs 403.
-    let bad = client(&s.kubelet_url(), s.kubelet_ca_pem(), "not-a-token").await;
+    let bad = client(&s.kubelet_url(), &s.kubelet_ca_pem(), "not-a-token").await;
     let e = bad
         .kubelet_node_logs(&kp, "main", &LogParams::default())
         .await
@@ -278,7 +278,7 @@ async fn kube_rs_agrees_with_both_endpoints() {
     assert!(e.to_string().contains("401"), "{e}");
     let reader = client(
         &s.kubelet_url(),
-        s.kubelet_ca_pem(),
+        &s.kubelet_ca_pem(),
         &s.issue_token("default", "reader", None),
     )
     .await;
@@ -378,32 +378,33 @@ async fn kubelet_certificate_setups() {
     let _sweep = [Sweep(label("hostname")), Sweep(label("self"))];
     let s = server_with(state.path(), KubeletCert::ClusterCaHostname).await;
     let t = s.issue_token("default", "kubelet", None);
-    let by_ip = healthz(client(&s.kubelet_url(), s.ca_pem(), &t).await).await;
+    let by_ip = healthz(client(&s.kubelet_url(), &s.ca_pem(), &t).await).await;
     assert!(
         by_ip.is_err(),
         "a hostname-only cert must not verify for 127.0.0.1"
     );
-    let by_name = healthz(client_named(&s.kubelet_url(), s.ca_pem(), &t, Some(s.node_name())).await).await;
+    let by_name = healthz(client_named(&s.kubelet_url(), &s.ca_pem(), &t, Some(s.node_name())).await).await;
     assert_eq!(by_name.unwrap(), "ok");
     s.shutdown().await;
 
     let s = server_with(state.path(), KubeletCert::SelfSigned).await;
     let t = s.issue_token("default", "kubelet", None);
-    assert_ne!(s.kubelet_ca_pem(), s.ca_pem());
-    let cluster_ca = healthz(client_named(&s.kubelet_url(), s.ca_pem(), &t, Some(s.node_name())).await).await;
+    assert_ne!(&s.kubelet_ca_pem(), &s.ca_pem());
+    let cluster_ca =
+        healthz(client_named(&s.kubelet_url(), &s.ca_pem(), &t, Some(s.node_name())).await).await;
     assert!(
         cluster_ca.is_err(),
         "the cluster CA must not verify a self-signed kubelet cert"
     );
     let own_ca =
-        healthz(client_named(&s.kubelet_url(), s.kubelet_ca_pem(), &t, Some(s.node_name())).await).await;
+        healthz(client_named(&s.kubelet_url(), &s.kubelet_ca_pem(), &t, Some(s.node_name())).await).await;
     assert_eq!(own_ca.unwrap(), "ok");
     s.shutdown().await;
 
     let s = server_with(state.path(), KubeletCert::ClusterCaIp).await;
     let t = s.issue_token("default", "kubelet", None);
     assert_eq!(
-        healthz(client(&s.kubelet_url(), s.ca_pem(), &t).await)
+        healthz(client(&s.kubelet_url(), &s.ca_pem(), &t).await)
             .await
             .unwrap(),
         "ok"
@@ -433,7 +434,7 @@ async fn raw_websocket_exec_frames() {
     })
     .await
     .unwrap();
-    let admin = client(&s.api_url(), s.ca_pem(), s.admin_token()).await;
+    let admin = client(&s.api_url(), &s.ca_pem(), s.admin_token()).await;
     let pods: Api<Pod> = Api::default_namespaced(admin);
     pods.create(&PostParams::default(), &pod("raw")).await.unwrap();
     let running = |p: Option<&Pod>| {
@@ -451,7 +452,7 @@ async fn raw_websocket_exec_frames() {
     // TLS by hand (rustls, the cluster CA), then the WebSocket handshake over it.
     let mut roots = rustls::RootCertStore::empty();
     use rustls::pki_types::pem::PemObject;
-    for c in rustls::pki_types::CertificateDer::pem_slice_iter(s.ca_pem().as_bytes()) {
+    for c in rustls::pki_types::CertificateDer::pem_slice_iter(&s.ca_pem().as_bytes()) {
         roots.add(c.unwrap()).unwrap();
     }
     let cfg = rustls::ClientConfig::builder()

@@ -32,5 +32,5 @@ mod volumes;
 
 pub use error::NodeError;
 pub use node::{LocalNode, NodeConfig};
-pub use run::{PodRun, StopReason};
+pub use run::{EVICTED_MESSAGE, PodRun, StopReason};
 pub use volumes::HostVolume;

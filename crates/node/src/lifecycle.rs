@@ -35,6 +35,10 @@ pub(crate) async fn run(s: Arc<Shared>) {
             st.phase = Some(FAILED.into());
             st.reason = Some("DeadlineExceeded".into());
             st.message = Some("Pod was active on the node longer than the specified deadline".into());
+        } else if let Some((_, StopReason::Evicted)) = stop {
+            st.phase = Some(FAILED.into());
+            st.reason = Some("Evicted".into());
+            st.message = Some(crate::run::EVICTED_MESSAGE.into());
         } else if let Some(name) = &init_failed {
             st.phase = Some(FAILED.into());
             st.message = Some(format!("init container {name:?} failed"));

@@ -45,7 +45,13 @@ pub enum StopReason {
     DeadlineExceeded,
     /// A caller stopped it (a pod deletion).
     Deleted,
+    /// Evicted as under node pressure (kubelet reason `Evicted`, with [`EVICTED_MESSAGE`]).
+    Evicted,
 }
+
+/// The pod message of an eviction, in the kubelet's wording for memory pressure.
+pub const EVICTED_MESSAGE: &str =
+    "The node was low on resource: memory. Threshold quantity: 100Mi, available: 42Mi. ";
 
 impl Shared {
     /// IDs of every created container except the pause container.
@@ -125,6 +131,12 @@ impl PodRun {
     /// Stop the pod like a deletion: SIGTERM to every container, SIGKILL after `grace`.
     pub fn stop(&self, grace: Duration) {
         self.shared.request_stop(grace, StopReason::Deleted);
+    }
+
+    /// Evict the pod as the kubelet does under node pressure: every container is stopped
+    /// with `grace`, and the pod ends `Failed` with reason `Evicted`.
+    pub fn evict(&self, grace: Duration) {
+        self.shared.request_stop(grace, StopReason::Evicted);
     }
 
     /// The host directory backing volume `name`.

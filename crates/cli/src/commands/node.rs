@@ -54,6 +54,9 @@ pub struct Args {
     /// Pause image of the pods.
     #[arg(long, env = "ARGOEXEC_IMAGE", default_value = "argoexec:dev")]
     pub pause_image: String,
+    /// Faults to inject (docs/faults.md), e.g. `api-503=2,watch-cut-secs=5`.
+    #[arg(long, value_parser = argoexec_node_server::faults::FaultSpec::parse)]
+    pub faults: Option<argoexec_node_server::faults::FaultSpec>,
 }
 
 /// Run the node; returns the exit code.
@@ -87,6 +90,7 @@ fn go(args: Args) -> anyhow::Result<()> {
             token_ttl: Duration::from_secs(args.token_ttl),
             token_rotation: Duration::from_secs(args.token_rotation.max(1)),
             watch_cache: args.watch_cache,
+            faults: args.faults.clone().unwrap_or_default(),
         };
         let server = NodeServer::start(config).await.context("start the local node")?;
         for dir in &args.rbac {

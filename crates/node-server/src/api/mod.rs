@@ -17,6 +17,7 @@ use serde_json::json;
 
 use crate::auth::{Attributes, Decision, Rbac, Subject, Tokens, tokens::bearer};
 use crate::counts::Counts;
+use crate::faults::Faults;
 use crate::http::{Handler, Query, Req, Resp, api_error};
 use crate::pods::Pods;
 use crate::status::ApiError;
@@ -34,6 +35,8 @@ pub struct Api {
     pub rbac: Arc<Rbac>,
     /// Request counters.
     pub counts: Arc<Counts>,
+    /// Injected faults.
+    pub faults: Arc<Faults>,
     /// The kubelet endpoint's port (for the Node object).
     pub kubelet_port: u16,
     /// The API endpoint's port (for discovery).
@@ -105,6 +108,10 @@ impl Api {
             crate::http::drain(req).await;
             return api_error(&ApiError::unauthorized());
         };
+        let mut req = req;
+        if who.pod.is_some() {
+            req.extensions_mut().insert(crate::faults::FromPod);
+        }
         let target = parse_target(&path);
         let verb = verb_of(req.method(), target.as_ref(), &q);
         let pod_of_path = target
@@ -117,6 +124,29 @@ impl Api {
             .map(|p| format!("{}/{}", p.namespace, p.name))
             .or(pod_of_path);
         self.counts.add(pod_key, "api", verb, &path);
+        if who.pod.is_some() {
+            if let Some(d) = self.faults.spec.api_delay {
+                tokio::time::sleep(d).await;
+            }
+            if let Some((code, retry_after)) = self.faults.api_error() {
+                crate::http::drain(req).await;
+                let mut e = match code {
+                    429 => ApiError::new(
+                        429,
+                        "TooManyRequests",
+                        "Too many requests, please try again later.",
+                    ),
+                    503 => ApiError::new(
+                        503,
+                        "ServiceUnavailable",
+                        "the server is currently unable to handle the request",
+                    ),
+                    _ => ApiError::new(500, "InternalError", "Internal error occurred: injected fault"),
+                };
+                e.retry_after = retry_after;
+                return api_error(&e);
+            }
+        }
         if let Err(e) = self.authorize(&who, &req, target.as_ref(), verb, &q, &path) {
             crate::http::drain(req).await;
             return api_error(&e);

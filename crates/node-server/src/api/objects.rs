@@ -42,7 +42,8 @@ pub(super) fn list_or_watch(
     let (labels, fields) = selectors(q)?;
     let table = wants_table(req);
     if verb == "watch" {
-        return watch::watch(api, kind, t.namespace.clone(), q, labels, fields, table);
+        let from_pod = req.extensions().get::<crate::faults::FromPod>().is_some();
+        return watch::watch(api, kind, t.namespace.clone(), q, labels, fields, table, from_pod);
     }
     let (items, rv) = api.store.list(kind, t.namespace.as_deref());
     let items: Vec<Value> = items

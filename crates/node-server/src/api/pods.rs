@@ -193,7 +193,8 @@ async fn exec(api: &Arc<Api>, req: Req, ns: &str, name: &str, q: &Query) -> Resu
         return Ok(resp);
     }
     let resp = exec::switching(&req, proto);
-    tokio::spawn(exec::session(req, proto, docker, spec, pre));
+    let silent = api.faults.drop_exec_status();
+    tokio::spawn(exec::session(req, proto, docker, spec, pre, silent));
     Ok(resp)
 }
 

@@ -22,10 +22,11 @@ use crate::store::{Kind, WatchStart};
 /// Default watch length when `timeoutSeconds` is not given (the server's 30 min minimum).
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
 
-/// Start a watch.
+/// Start a watch (`from_pod`: made by a pod, so the injected watch faults apply).
 ///
 /// # Errors
 /// 400 for an unparsable `resourceVersion`.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn watch(
     api: &Arc<Api>,
     kind: Kind,
@@ -34,6 +35,7 @@ pub(super) fn watch(
     labels: Selector,
     fields: Selector,
     table: bool,
+    from_pod: bool,
 ) -> Result<Resp, ApiError> {
     let rv = match q.get("resourceVersion") {
         None | Some("" | "0") => None,
@@ -42,11 +44,34 @@ pub(super) fn watch(
                 .map_err(|_| ApiError::bad_request(format!("invalid resource version: {v}")))?,
         ),
     };
-    let timeout = match q.int("timeoutSeconds") {
+    let mut timeout = match q.int("timeoutSeconds") {
         Ok(Some(s)) if s > 0 => Duration::from_secs(s as u64),
         Ok(_) => DEFAULT_TIMEOUT,
         Err(k) => return Err(ApiError::bad_request(format!("invalid {k}"))),
     };
+    let mut cut_events = None;
+    let mut cut_by_time = false;
+    if from_pod {
+        let f = &api.faults;
+        if let Some(cut) = f.spec.watch_cut_after
+            && cut < timeout
+        {
+            timeout = cut;
+            cut_by_time = true;
+        }
+        cut_events = f.spec.watch_cut_events;
+        if let Some(v) = rv
+            && f.expire_watch()
+        {
+            tracing::warn!(
+                resource_version = v,
+                "fault: the watch's resourceVersion is answered as expired"
+            );
+            let e = ApiError::expired(v, v + 1);
+            let body = futures::stream::iter([Ok(event_line("ERROR", &e.body()))]);
+            return Ok(streaming(200, "application/json", body));
+        }
+    }
     let bookmarks = q.flag("allowWatchBookmarks");
     let (tx, rx) = mpsc::channel::<Result<Bytes, std::io::Error>>(64);
     let filter = Filter { ns, labels, fields };
@@ -57,7 +82,15 @@ pub(super) fn watch(
             let _ = tx.try_send(Ok(line));
         }
         Ok((start, live)) => {
-            tokio::spawn(run(kind, start, live, filter, tx, timeout, bookmarks, table));
+            let opts = Opts {
+                timeout,
+                bookmarks,
+                table,
+                cut_events,
+                faults: (cut_events.is_some() || cut_by_time).then(|| api.faults.clone()),
+                cut_by_time,
+            };
+            tokio::spawn(run(kind, start, live, filter, tx, opts));
         }
     }
     let body = futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|x| (x, rx)) });
@@ -93,17 +126,44 @@ fn event_line(etype: &str, object: &Value) -> Bytes {
     Bytes::from(b)
 }
 
-#[allow(clippy::too_many_arguments)]
+/// How one watch runs.
+struct Opts {
+    timeout: Duration,
+    bookmarks: bool,
+    table: bool,
+    /// End the stream after this many events (a fault).
+    cut_events: Option<u64>,
+    /// The faults, when this watch is cut by one (counted there).
+    faults: Option<Arc<crate::faults::Faults>>,
+    /// The timeout is a `watch-cut-secs` fault's.
+    cut_by_time: bool,
+}
+
 async fn run(
     kind: Kind,
     start: WatchStart,
     mut live: broadcast::Receiver<Arc<crate::store::Event>>,
     filter: Filter,
     tx: mpsc::Sender<Result<Bytes, std::io::Error>>,
-    timeout: Duration,
-    bookmarks: bool,
-    as_table: bool,
+    opts: Opts,
 ) {
+    let Opts {
+        timeout,
+        bookmarks,
+        table: as_table,
+        cut_events,
+        faults,
+        cut_by_time,
+    } = opts;
+    let mut sent: u64 = 0;
+    let cut = |sent: u64| {
+        let c = cut_events.is_some_and(|n| sent >= n);
+        if c && let Some(f) = &faults {
+            tracing::warn!(events = sent, "fault: the watch is cut");
+            f.watch_cut();
+        }
+        c
+    };
     let render = |o: &Value| {
         if as_table {
             table::table(kind, std::slice::from_ref(o), None)
@@ -119,6 +179,10 @@ async fn run(
             for o in items.iter().filter(|o| filter.matches(o)) {
                 matched.insert(key(o));
                 if tx.send(Ok(event_line("ADDED", &render(o)))).await.is_err() {
+                    return;
+                }
+                sent += 1;
+                if cut(sent) {
                     return;
                 }
             }
@@ -147,7 +211,13 @@ async fn run(
                 }
             };
             tokio::select! {
-                () = tokio::time::sleep_until(deadline) => return,
+                () = tokio::time::sleep_until(deadline) => {
+                    if cut_by_time && let Some(f) = &faults {
+                        tracing::warn!(?timeout, "fault: the watch is cut");
+                        f.watch_cut();
+                    }
+                    return;
+                }
                 () = tx.closed() => return,
                 () = bm => {
                     sent_bookmark = true;
@@ -192,6 +262,10 @@ async fn run(
             etype
         };
         if tx.send(Ok(event_line(etype, &render(&ev.object)))).await.is_err() {
+            return;
+        }
+        sent += 1;
+        if cut(sent) {
             return;
         }
     }

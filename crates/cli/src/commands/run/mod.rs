@@ -99,6 +99,10 @@ pub struct Args {
     /// Lifetime in seconds of projected tokens (tests).
     #[arg(long, env = "ARGOEXEC_NODE_TOKEN_TTL", hide = true)]
     pub node_token_ttl: Option<u64>,
+    /// Faults for the local node to inject (docs/faults.md), e.g.
+    /// `api-429=3,watch-cut-events=1,evict=main-running+500`.
+    #[arg(long, value_parser = argoexec_node_server::faults::FaultSpec::parse)]
+    pub faults: Option<argoexec_node_server::faults::FaultSpec>,
     /// The local node's kubelet serving certificate: ca-ip (cluster CA, IP SAN), ca-hostname
     /// (cluster CA, node name only) or self-signed (its own CA, given to the wait container
     /// as `kubeletCAFile`).
@@ -214,6 +218,9 @@ async fn execute(args: &Args) -> anyhow::Result<(Outcome, PathBuf)> {
     if let Some(t) = args.node_token_ttl {
         server.token_ttl = Duration::from_secs(t.max(1));
     }
+    if let Some(f) = &args.faults {
+        server.faults = f.clone();
+    }
     let server = argoexec_node_server::NodeServer::start(server).await?;
     // As on a cluster, the config map's kubeletPort matches the node's kubelet.
     plan.config.kubelet_port = server.kubelet_port();
@@ -276,6 +283,7 @@ async fn execute(args: &Args) -> anyhow::Result<(Outcome, PathBuf)> {
     }
     let report = pod_run.report();
     let requests = pod_run.requests();
+    let faults = args.faults.as_ref().map(|_| pod_run.faults());
     let seen = pod_run.terminations_seen();
     tracing::info!(via = report.via, labels = ?report.completed_labels, "outputs read back from the node's API");
     if args.keep {
@@ -294,6 +302,7 @@ async fn execute(args: &Args) -> anyhow::Result<(Outcome, PathBuf)> {
     outcome.completed_labels = report.completed_labels;
     outcome.task_result = report.task_result;
     outcome.requests = requests;
+    outcome.faults = faults;
     outcome.terminated_seen = seen;
     if interrupted {
         outcome.phase = Phase::Error;
@@ -428,6 +437,7 @@ fn usage_error(args: &Args, e: &anyhow::Error) -> i32 {
             task_result: None,
             containers: Vec::new(),
             requests: Vec::new(),
+            faults: None,
             terminated_seen: Default::default(),
         };
         println!("{}", outcome::to_json(&o, REPO_MOUNT, Path::new("/")));

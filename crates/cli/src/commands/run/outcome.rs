@@ -64,6 +64,8 @@ pub struct Outcome {
     pub containers: Vec<Value>,
     /// The requests the pod's service account made to the node, by endpoint, verb, path.
     pub requests: Vec<Value>,
+    /// What the node's injected faults did, when `--faults` was given.
+    pub faults: Option<Value>,
     /// When the node's API first showed each container terminated (Unix nanoseconds): the
     /// "status change" the wait-notice benchmark measures from.
     pub terminated_seen: std::collections::BTreeMap<String, u128>,
@@ -107,6 +109,7 @@ pub fn assess(status: &PodStatus, mains: &[String], report: Option<(&Outputs, Op
         task_result: None,
         containers: containers(status),
         requests: Vec::new(),
+        faults: None,
         terminated_seen: Default::default(),
     };
 
@@ -204,7 +207,7 @@ pub fn to_json(o: &Outcome, repo_mount: &str, repo_host: &Path) -> Value {
             v
         })
         .collect();
-    json!({
+    let mut out = json!({
         "phase": o.phase.as_str(),
         "message": o.message,
         "exitCode": o.exit_code,
@@ -213,7 +216,11 @@ pub fn to_json(o: &Outcome, repo_mount: &str, repo_host: &Path) -> Value {
         "containers": o.containers,
         "requests": o.requests,
         "terminatedSeenUnixNanos": o.terminated_seen,
-    })
+    });
+    if let Some(f) = &o.faults {
+        out["faults"] = f.clone();
+    }
+    out
 }
 
 /// Every container's final state, init containers first.

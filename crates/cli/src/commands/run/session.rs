@@ -294,6 +294,11 @@ impl Session {
         }
     }
 
+    /// What the node's injected faults did (`null` without a node).
+    pub fn faults(&self) -> Value {
+        self.server.as_ref().map_or(Value::Null, |s| s.fault_report())
+    }
+
     /// The requests made with the pod's tokens, as `{endpoint, verb, path, count}`.
     pub fn requests(&self) -> Vec<Value> {
         let Some(server) = &self.server else {
