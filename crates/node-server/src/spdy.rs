@@ -263,6 +263,19 @@ impl Frame {
     }
 }
 
+/// Read `bytes` as a client's SPDY stream with the session's frame reader and describe each
+/// frame (`SYN_STREAM 1`, `PING`, `DATA 3 fin=true len=2`, …), up to the end or the first
+/// malformed frame. For tests and fuzzing.
+#[doc(hidden)]
+pub fn describe_frames(mut bytes: &[u8]) -> Vec<String> {
+    let mut reader = FrameReader;
+    let mut out = Vec::new();
+    while let Some(f) = futures::executor::block_on(reader.next(&mut bytes)) {
+        out.push(f.describe());
+    }
+    out
+}
+
 #[derive(Default)]
 struct FrameReader;
 
@@ -310,6 +323,18 @@ mod tests {
         assert_eq!(data(3, true, b"hi"), vec![0, 0, 0, 3, 1, 0, 0, 2, b'h', b'i']);
         assert_eq!(&empty_headers(true)[..2], &[0x78, 0x01]);
         assert_eq!((0x78u32 * 256 + 0x01) % 31, 0, "a valid zlib header");
+    }
+
+    #[test]
+    fn frames_decode_until_the_end_or_a_malformed_frame() {
+        let mut wire = data(3, true, b"hi");
+        wire.extend(control(6, 0, &[0, 0, 0, 1]));
+        wire.extend(control(1, 0, &[0, 0, 0, 5, 0, 0, 0, 0]));
+        wire.extend([0, 0, 0, 1, 0, 0, 0, 9, b'x']); // truncated payload
+        assert_eq!(
+            describe_frames(&wire),
+            ["DATA 3 fin=true len=2", "PING", "SYN_STREAM 5"]
+        );
     }
 
     #[test]
