@@ -103,3 +103,14 @@ fn child_location_derives_key() {
     assert_eq!(c.s3.as_ref().unwrap().key, "wf/pod/x.tgz");
     assert_eq!(c.s3.unwrap().bucket.as_deref(), Some("b"));
 }
+
+/// Found by the `template_json` fuzzer: an integer too large for u64 in an unknown field
+/// came back one ULP off after `to_json` → `from_json` (serde_json's fast float parsing).
+#[test]
+fn huge_numbers_survive_a_round_trip() {
+    let text = r#"{"containerSet": {"containers": [{"name": "main", "image": "b"}],
+        "retrYStrategy": {"retries": 77777777777777777777777777777777777777773}},
+        "x": [1.7976931348623157e308, 5e-324, 0.30000000000000004, 123456789012345678901234567890]}"#;
+    let t = Template::from_json(text).unwrap();
+    assert_eq!(Template::from_json(&t.to_json()).unwrap(), t);
+}
