@@ -162,7 +162,8 @@ pub struct ContainerSetTemplate {
     pub extra: Extra,
 }
 
-/// Parse a Go `time.Duration` string such as `1m0s`, `1.5s`, `300ms`, `2h`.
+/// Parse a Go `time.Duration` string such as `1m0s`, `1.5s`, `300ms`, `2h`. `None` for
+/// anything else, including a duration too large for [`std::time::Duration`].
 pub fn parse_go_duration(s: &str) -> Option<std::time::Duration> {
     let s = s.trim();
     if s == "0" {
@@ -197,5 +198,5 @@ pub fn parse_go_duration(s: &str) -> Option<std::time::Duration> {
         total += n * scale;
         rest = &rest[unit_end..];
     }
-    Some(std::time::Duration::from_secs_f64(total))
+    std::time::Duration::try_from_secs_f64(total).ok()
 }

@@ -114,3 +114,21 @@ fn huge_numbers_survive_a_round_trip() {
     let t = Template::from_json(text).unwrap();
     assert_eq!(Template::from_json(&t.to_json()).unwrap(), t);
 }
+
+/// Found by the `template_json` fuzzer: a duration beyond `Duration::MAX` panicked in
+/// `Duration::from_secs_f64` (a container set's `retryStrategy.duration`, the
+/// `ARGO_PROGRESS_*_DURATION` variables).
+#[test]
+fn go_duration_overflow_is_none() {
+    assert_eq!(container::parse_go_duration("5555555555555555555555555550s"), None);
+    assert_eq!(container::parse_go_duration(&format!("{}h", "9".repeat(400))), None);
+    let rs = ContainerSetRetryStrategy {
+        duration: Some("99999999999999999999999h".into()),
+        ..Default::default()
+    };
+    assert_eq!(rs.delay(), std::time::Duration::ZERO);
+    assert_eq!(
+        container::parse_go_duration("1.5h"),
+        Some(std::time::Duration::from_secs(5400))
+    );
+}
