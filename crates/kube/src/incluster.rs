@@ -8,8 +8,8 @@
 //! The API server counts as configured when the host variable is set and the token file
 //! exists ([`InClusterConfig::discover`]).
 //!
-//! TLS verification is always on, against `ca.crt` only; kube-rs re-reads that file about
-//! once a minute (`Config::root_cert_file`) to follow CA rotation. The bearer token does not
+//! TLS verification is always on, against `ca.crt` only, re-read as soon as the file changes
+//! to follow a CA rotation ([`InClusterConfig::connect`]). The bearer token does not
 //! go through kube-rs' token-file auth, which re-reads only on a ~60 s timer: a
 //! [`TokenSource`] adds the header to every request and re-reads the file whenever its
 //! metadata (device, inode, size, mtime — following the projected volume's `..data`
@@ -207,10 +207,25 @@ impl InClusterConfig {
     ///
     /// # Errors
     /// Those of [`Self::kube_config`] and [`TokenSource::new`]; [`InClusterError::Client`].
+    ///
+    /// The client verifies with [`crate::tls::NameFallbackVerifier`], which re-reads
+    /// `ca.crt` as soon as the file changes (kube-rs' own reload waits up to a minute), so a
+    /// CA rotated mid-step is followed on the next connection.
     pub fn connect(&self) -> Result<(kube::Client, TokenSource), InClusterError> {
         install_crypto_provider();
         let token = TokenSource::new(self.token_file())?;
-        let client = kube::Client::try_from(self.kube_config()?).map_err(|e| InClusterError::Client {
+        let client = crate::client::Endpoint {
+            url: self.server.clone(),
+            tls: crate::tls::TlsPolicy::Verify {
+                ca_file: self.ca_file(),
+                names: vec![self.server_host()],
+            },
+            token: std::sync::Arc::new(TokenSource::new(self.token_file())?),
+            namespace: self.namespace().unwrap_or_else(|_| "default".into()),
+            what: "API server",
+        }
+        .client()
+        .map_err(|e| InClusterError::Client {
             message: crate::chain(&e),
         })?;
         Ok((client, token))

@@ -213,6 +213,20 @@ pub async fn kill_gracefully(
             ));
         }
     }
+    if !problems.is_empty() {
+        // A container that ended meanwhile (by itself, or stopped by a pod deletion) makes
+        // its signal failure moot: the kill's aim is reached.
+        if let Ok(now) = a.pod().await {
+            problems.retain(|p| {
+                let c = p.split(':').next().unwrap_or("");
+                let gone = matches!(state_of(&now, c), ContainerState::Terminated { .. });
+                if gone {
+                    tracing::info!(container = c, problem = %p, "the container has terminated; its signal failure does not matter");
+                }
+                !gone
+            });
+        }
+    }
     if problems.is_empty() {
         Ok(())
     } else {

@@ -313,9 +313,25 @@ impl Pods {
         }
     }
 
-    /// Replace the pods' `ca.crt` and rewrite every projection now.
+    /// Replace the pods' `ca.crt` and rewrite every running pod's projection before
+    /// returning (a real rotation distributes the new bundle before it switches the serving
+    /// certificates); the projection loops are woken too, so their next write keeps it.
     pub fn set_ca(&self, pem: String) {
         *self.ca_pem.lock().unwrap_or_else(|p| p.into_inner()) = pem;
+        let uids: Vec<String> = self.lock().keys().cloned().collect();
+        let (pods, _) = self.store.list(Kind::Pod, None);
+        for obj in pods {
+            let Ok(pod) = serde_json::from_value::<Pod>((*obj).clone()) else {
+                continue;
+            };
+            let uid = pod.metadata.uid.clone().unwrap_or_default();
+            let dir = self.sa_dir(&uid);
+            if uids.contains(&uid) && dir.exists() {
+                if let Err(e) = self.project(&pod, "", &dir) {
+                    tracing::warn!(error = %e, pod = ?pod.metadata.name, "could not rewrite a projection");
+                }
+            }
+        }
         self.reproject.notify_waiters();
     }
 

@@ -11,6 +11,7 @@ use argoexec_kube::exec::{ExecFailure, collect};
 use argoexec_node::NodeConfig;
 use argoexec_node_server::faults::FaultSpec;
 use argoexec_node_server::{NodeServer, ServerConfig};
+use argoexec_testkit::sweep::Sweep;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, AttachParams, PostParams, WatchEvent, WatchParams};
@@ -36,11 +37,14 @@ fn skip() -> bool {
     std::env::var_os("ARGOEXEC_SKIP_DOCKER_TESTS").is_some()
 }
 
-async fn server(state: &std::path::Path, test: &str, faults: &str) -> NodeServer {
+/// A node injecting `faults`, and the guard that removes its containers whatever happens.
+async fn server(state: &std::path::Path, test: &str, faults: &str) -> (NodeServer, Sweep) {
     let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+    let label = format!("faults-{test}-{}", std::process::id());
+    let sweep = Sweep(label.clone());
     let node = NodeConfig {
         state_dir: state.to_path_buf(),
-        node_label: format!("faults-{test}-{}", std::process::id()),
+        node_label: label,
         ..Default::default()
     };
     let s = NodeServer::start(ServerConfig {
@@ -51,7 +55,7 @@ async fn server(state: &std::path::Path, test: &str, faults: &str) -> NodeServer
     .await
     .expect("the node server starts (is Docker running? bash scripts/setup.sh)");
     s.rbac().load_str(RBAC, "test").unwrap();
-    s
+    (s, sweep)
 }
 
 async fn client(s: &NodeServer, token: &str) -> kube::Client {
@@ -102,7 +106,7 @@ async fn an_exec_closed_without_its_status_is_a_failure_at_once() {
         return;
     }
     let state = tempfile::tempdir().unwrap();
-    let s = server(state.path(), "exec", "exec-no-status=1").await;
+    let (s, _sweep) = server(state.path(), "exec", "exec-no-status=1").await;
     let (_, pod_client) = running_pod(&s, "silent").await;
     let pods: Api<Pod> = Api::namespaced(pod_client, "default");
     let ap = AttachParams::default()
@@ -129,7 +133,7 @@ async fn error_bursts_watch_cuts_and_expiry_reach_the_client() {
         return;
     }
     let state = tempfile::tempdir().unwrap();
-    let s = server(
+    let (s, _sweep) = server(
         state.path(),
         "api",
         "watch-cut-events=1,watch-expire=1,api-429=2:1",

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use argoexec_node::NodeConfig;
 use argoexec_node_server::{NodeServer, ServerConfig};
+use argoexec_testkit::sweep::Sweep;
 use futures::{AsyncBufReadExt, StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
@@ -48,39 +49,6 @@ fn skip() -> bool {
 
 async fn server(state: &std::path::Path) -> NodeServer {
     server_with(state, argoexec_node_server::KubeletCert::default()).await
-}
-
-/// Removes the test's containers even when an assertion fails before `shutdown`.
-struct Sweep(String);
-
-impl Drop for Sweep {
-    fn drop(&mut self) {
-        let docker = if std::path::Path::new("/usr/bin/docker").exists() {
-            "/usr/bin/docker"
-        } else {
-            "docker"
-        };
-        let ids = std::process::Command::new(docker)
-            .args([
-                "ps",
-                "-aq",
-                "--filter",
-                &format!("label=io.argoexec-rs.node={}", self.0),
-            ])
-            .output();
-        if let Ok(o) = ids {
-            let ids: Vec<String> = String::from_utf8_lossy(&o.stdout)
-                .split_whitespace()
-                .map(str::to_string)
-                .collect();
-            if !ids.is_empty() {
-                let _ = std::process::Command::new(docker)
-                    .args(["rm", "-f"])
-                    .args(&ids)
-                    .output();
-            }
-        }
-    }
 }
 
 fn label(test: &str) -> String {

@@ -1,12 +1,14 @@
 //! Real servers for tests and benchmarks, started on loopback and gone with the process:
 //! [`moto::Moto`] (an S3 server with signature checking on), [`azurite::Azurite`] (Azure
 //! Blob), [`fake_gcs::FakeGcs`] (Google Cloud Storage) and [`files::FileServer`]
-//! (HTTP GET/HEAD/PUT/DELETE over a directory, with ranges and basic auth).
+//! (HTTP GET/HEAD/PUT/DELETE over a directory, with ranges and basic auth); and
+//! [`sweep::Sweep`], which removes a local node's containers when a test ends.
 
 pub mod azurite;
 pub mod fake_gcs;
 pub mod files;
 pub mod moto;
+pub mod sweep;
 
 /// A free TCP port on 127.0.0.1 (bound, then released for the server to take).
 pub fn free_port() -> u16 {

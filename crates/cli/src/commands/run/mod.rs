@@ -284,6 +284,7 @@ async fn execute(args: &Args) -> anyhow::Result<(Outcome, PathBuf)> {
     let report = pod_run.report();
     let requests = pod_run.requests();
     let faults = args.faults.as_ref().map(|_| pod_run.faults());
+    let deleted = pod_run.deleted_by_others();
     let seen = pod_run.terminations_seen();
     tracing::info!(via = report.via, labels = ?report.completed_labels, "outputs read back from the node's API");
     if args.keep {
@@ -307,6 +308,10 @@ async fn execute(args: &Args) -> anyhow::Result<(Outcome, PathBuf)> {
     if interrupted {
         outcome.phase = Phase::Error;
         outcome.message = Some("interrupted".into());
+    } else if deleted {
+        // As Argo's controller says of a pod deleted before it completed.
+        outcome.phase = Phase::Error;
+        outcome.message = Some("pod deleted".into());
     }
     Ok((outcome, repo))
 }

@@ -125,6 +125,11 @@ pub fn assess(status: &PodStatus, mains: &[String], report: Option<(&Outputs, Op
             );
         }
     }
+    if status.reason.as_deref() == Some("Evicted") {
+        // Argo takes a failed pod's own message (here the kubelet's eviction notice).
+        let m = status.message.clone().unwrap_or_default();
+        return done(Phase::Failed, Some(m.trim().to_string()));
+    }
     if status.reason.as_deref() == Some("DeadlineExceeded") {
         return done(
             Phase::Failed,

@@ -114,6 +114,10 @@ pub struct Session {
     labels: Arc<Mutex<Vec<String>>>,
     seen: Arc<Mutex<BTreeMap<String, u128>>>,
     node_id: String,
+    /// The pod showed a `deletionTimestamp`.
+    deleted: Arc<std::sync::atomic::AtomicBool>,
+    /// This run deleted it (Ctrl-C), so the deletion is not news.
+    stopped: std::sync::atomic::AtomicBool,
 }
 
 impl Session {
@@ -159,12 +163,14 @@ impl Session {
         let (tx, status) = watch::channel(first);
         let labels = Arc::new(Mutex::new(Vec::new()));
         let seen = Arc::new(Mutex::new(BTreeMap::new()));
-        let (l2, ns2, name2, id2, seen2) = (
+        let deleted = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (l2, ns2, name2, id2, seen2, deleted2) = (
             labels.clone(),
             ns.clone(),
             name.clone(),
             node_id.clone(),
             seen.clone(),
+            deleted.clone(),
         );
         tokio::spawn(async move {
             while let Ok(ev) = events.recv().await {
@@ -174,6 +180,9 @@ impl Session {
                 }
                 match o["kind"].as_str() {
                     Some("Pod") if o["metadata"]["name"] == name2.as_str() => {
+                        if o["metadata"]["deletionTimestamp"].is_string() {
+                            deleted2.store(true, std::sync::atomic::Ordering::SeqCst);
+                        }
                         if let Ok(s) = serde_json::from_value::<PodStatus>(o["status"].clone()) {
                             record_terminations(&seen2, &s);
                             let _ = tx.send(s);
@@ -201,7 +210,15 @@ impl Session {
             labels,
             seen,
             node_id,
+            deleted,
+            stopped: std::sync::atomic::AtomicBool::new(false),
         })
+    }
+
+    /// Whether someone else deleted the pod while it ran (Argo's "pod deleted").
+    pub fn deleted_by_others(&self) -> bool {
+        use std::sync::atomic::Ordering;
+        self.deleted.load(Ordering::SeqCst) && !self.stopped.load(Ordering::SeqCst)
     }
 
     /// When the node's API first showed each container terminated (Unix nanoseconds).
@@ -240,6 +257,7 @@ impl Session {
 
     /// Stop the pod like a deletion with `grace`.
     pub fn stop(&self, grace: Duration) {
+        self.stopped.store(true, std::sync::atomic::Ordering::SeqCst);
         if let Some(s) = &self.server {
             let _ = s.delete_pod(
                 &self.ns,
