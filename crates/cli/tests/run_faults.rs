@@ -226,3 +226,94 @@ fn an_oom_killed_main_fails_with_oomkilled_and_keeps_earlier_outputs() {
         assert_eq!(r.param("answer").as_deref(), Some("42"), "{ex}: {}", r.dump());
     }
 }
+
+/// A step whose main writes 24 MiB of random bytes as a base-layer artifact, and a small
+/// parameter beside it.
+fn big_output_step(name: &str) -> String {
+    wf(
+        name,
+        "container: {image: busybox, command: [sh, -c], args: ['head -c 25165824 /dev/urandom > /tmp/big; echo -n ok > /tmp/p']}\noutputs:\n  parameters: [{name: p, valueFrom: {path: /tmp/p}}]\n  artifacts: [{name: big, path: /tmp/big}]",
+    )
+}
+
+#[test]
+fn a_full_var_run_argo_fails_the_emissarys_staging_clearly() {
+    if !docker_available() {
+        return;
+    }
+    // /var/run/argo holds the ~38 MB argoexec copy; 48 MiB leaves no room for the 24 MiB
+    // output the emissary stages there. docker and pns read main's root instead.
+    let y = big_output_step("fullstage");
+    for ex in only(&["emissary", "docker", "pns"]) {
+        let r = run_yaml(&y, ex, &["--faults", "emptydir-size=var-run-argo:48Mi"]);
+        if ex == "emissary" {
+            assert_eq!(r.phase(), "Failed", "{ex}: {}", r.dump());
+            assert!(
+                r.message().contains("failed to save output /tmp/big")
+                    && r.message().contains("No space left on device"),
+                "{ex}: {}",
+                r.dump()
+            );
+            assert!(
+                r.artifact("big").is_none(),
+                "{ex}: no half artifact: {}",
+                r.dump()
+            );
+        } else {
+            assert_eq!(r.phase(), "Succeeded", "{ex}: {}", r.dump());
+            let len = std::fs::metadata(r.artifact("big").unwrap()).unwrap().len();
+            assert!(len > 24 << 20, "{ex}: the whole artifact ({len} B)");
+        }
+    }
+}
+
+#[test]
+fn a_full_artifact_repository_is_an_error_and_leaves_no_partial_object() {
+    if !docker_available() {
+        return;
+    }
+    let repo = tempfile::tempdir().unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=16m", "tmpfs"])
+        .arg(repo.path())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        eprintln!("skipped: mounting a 16 MiB tmpfs needs root");
+        return;
+    }
+    struct Unmount<'a>(&'a std::path::Path);
+    impl Drop for Unmount<'_> {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(self.0).status();
+        }
+    }
+    let _unmount = Unmount(repo.path());
+    let y = big_output_step("fullrepo");
+    let dir = repo.path().to_str().unwrap();
+    for ex in only(&["emissary", "docker", "pns"]) {
+        let r = run_yaml(&y, ex, &["--artifacts", dir]);
+        assert_eq!(r.phase(), "Error", "{ex}: {}", r.dump());
+        assert!(
+            r.message().contains("output artifact \"big\"")
+                && r.message().contains("No space left on device"),
+            "{ex}: {}",
+            r.dump()
+        );
+        let left: Vec<_> = walk(repo.path());
+        assert!(left.is_empty(), "{ex}: files left in the repository: {left:?}");
+    }
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}

@@ -19,6 +19,7 @@
 //! | `ca-rotate=T` | at T a new cluster CA signs new serving certificates; pods' `ca.crt` becomes old + new |
 //! | `evict=T` | at T the pod is evicted as under node pressure (phase `Failed`, reason `Evicted`) |
 //! | `delete=T` | at T the pod is deleted (its grace period applies) |
+//! | `emptydir-size=NAME:SIZE` | the pod's `emptyDir` NAME becomes a tmpfs of SIZE (a quantity, e.g. `48Mi`): a full disk |
 //!
 //! A trigger `T` is `<container>-running[+MS]`: MS ms (0) after that container of a pod
 //! first shows `running` in the pod status; each trigger fires once per pod. "Requests made
@@ -94,6 +95,8 @@ pub struct FaultSpec {
     pub kubelet_stale: Option<Duration>,
     /// Timed actions.
     pub timed: Vec<(Trigger, Action)>,
+    /// `emptyDir` volumes made small tmpfs mounts: (volume name, size quantity).
+    pub small_volumes: Vec<(String, String)>,
 }
 
 fn parse_u64(v: &str, what: &str) -> Result<u64, String> {
@@ -149,6 +152,13 @@ impl FaultSpec {
                 "ca-rotate" => f.timed.push((Trigger::parse(v)?, Action::CaRotate)),
                 "evict" => f.timed.push((Trigger::parse(v)?, Action::Evict)),
                 "delete" => f.timed.push((Trigger::parse(v)?, Action::Delete)),
+                "emptydir-size" => {
+                    let (name, size) = v
+                        .split_once(':')
+                        .filter(|(n, s)| !n.is_empty() && !s.is_empty())
+                        .ok_or_else(|| format!("emptydir-size {v:?}: expected NAME:SIZE"))?;
+                    f.small_volumes.push((name.into(), size.into()));
+                }
                 other => return Err(format!("unknown fault {other:?}")),
             }
         }
@@ -288,6 +298,8 @@ mod tests {
             )
         );
         assert_eq!(f.timed[1].1, Action::Evict);
+        let f = FaultSpec::parse("emptydir-size=var-run-argo:48Mi").unwrap();
+        assert_eq!(f.small_volumes, vec![("var-run-argo".into(), "48Mi".into())]);
         assert!(FaultSpec::parse("").unwrap().is_empty());
         for (bad, needle) in [
             ("api-429", "expected name=value"),
@@ -295,6 +307,7 @@ mod tests {
             ("api-500=x", "api-500: \"x\""),
             ("evict=main", "expected <container>-running"),
             ("delete=-running", "expected <container>-running"),
+            ("emptydir-size=x", "expected NAME:SIZE"),
         ] {
             let e = FaultSpec::parse(bad).unwrap_err();
             assert!(e.contains(needle), "{bad}: {e}");

@@ -175,6 +175,17 @@ impl Pods {
         spec.service_account_name = Some(sa.clone());
         spec.service_account = Some(sa);
         spec.termination_grace_period_seconds.get_or_insert(30);
+        for (name, size) in &self.faults.spec.small_volumes {
+            for v in spec.volumes.iter_mut().flatten().filter(|v| &v.name == name) {
+                if let Some(ed) = v.empty_dir.as_mut() {
+                    tracing::warn!(volume = %name, %size, "fault: the emptyDir becomes a small tmpfs");
+                    ed.medium = Some("Memory".into());
+                    ed.size_limit = Some(k8s_openapi::apimachinery::pkg::api::resource::Quantity(
+                        size.clone(),
+                    ));
+                }
+            }
+        }
         let automount = spec.automount_service_account_token != Some(false);
         let sa_volume = automount.then(|| format!("kube-api-access-{}", &new_uid()[..5]));
         if let Some(vol) = &sa_volume {

@@ -28,6 +28,7 @@ pub mod quantity;
 mod run;
 pub mod spec;
 pub mod status;
+pub mod tmpfs;
 mod volumes;
 
 pub use error::NodeError;

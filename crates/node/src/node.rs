@@ -149,6 +149,7 @@ impl LocalNode {
         let prepared = match volumes::prepare(&pod, &self.config.node_name, &pod_dir, &self.config.secrets) {
             Ok(v) => v,
             Err(e) => {
+                crate::tmpfs::unmount_below(&pod_dir);
                 let _ = std::fs::remove_dir_all(&pod_dir);
                 return Err(e);
             }
@@ -159,6 +160,7 @@ impl LocalNode {
                 if let Some(id) = id {
                     remove_containers(&self.docker, &[id]).await;
                 }
+                crate::tmpfs::unmount_below(&pod_dir);
                 let _ = std::fs::remove_dir_all(&pod_dir);
                 return Err(e);
             }

@@ -177,6 +177,7 @@ impl PodRun {
             ids.iter().map(|(_, id)| id.clone()).collect()
         };
         remove_containers(&self.shared.docker, &ids).await;
+        crate::tmpfs::unmount_below(&self.shared.pod_dir);
         match std::fs::remove_dir_all(&self.shared.pod_dir) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),

@@ -1,6 +1,6 @@
 //! Pod volumes as host directories: `emptyDir` (a fresh 0777 directory under the pod's state
-//! directory, removed with the pod), `hostPath` (the host path itself, created for the
-//! `*OrCreate` types, never removed) and `downwardAPI` (files rendered once at pod start).
+//! directory, removed with the pod; a sized tmpfs for `medium: Memory`, [`crate::tmpfs`]),
+//! `hostPath` (the host path itself, created for the `*OrCreate` types, never removed) and `downwardAPI` (files rendered once at pod start).
 //! Other volume types are refused with [`NodeError::Unsupported`].
 
 use std::collections::HashMap;
@@ -43,8 +43,15 @@ pub fn prepare(
         .flatten()
     {
         let dir = pod_dir.join("volumes").join(&v.name);
-        let hv = if v.empty_dir.is_some() {
+        let hv = if let Some(ed) = &v.empty_dir {
             make_dir(&dir, 0o777)?;
+            if ed.medium.as_deref() == Some("Memory") {
+                let size = ed
+                    .size_limit
+                    .as_ref()
+                    .and_then(|q| crate::quantity::memory_bytes(&q.0));
+                crate::tmpfs::mount(&dir, size)?;
+            }
             HostVolume {
                 path: dir,
                 owned: true,
