@@ -164,3 +164,51 @@ fn emissary_accepts_the_command_line_the_pod_builder_writes() {
         "4"
     );
 }
+
+#[test]
+fn emissary_refuses_a_container_name_that_is_a_path() {
+    for name in ["../x", "a/b", ".", "Main"] {
+        let d = tempfile::tempdir().unwrap();
+        let out = Command::new(argoexec())
+            .args(["emissary", "--", "sh", "-c", "touch ran"])
+            .current_dir(d.path())
+            .env("ARGOEXEC_PATH_ROOT", d.path())
+            .env("ARGO_CONTAINER_NAME", name)
+            .env("ARGO_TEMPLATE", "{}")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(64), "{name}: {stderr}");
+        let log = std::fs::read_to_string(d.path().join("dev/termination-log")).unwrap_or_default();
+        assert!(
+            log.contains(&format!("invalid container name {name:?} (ARGO_CONTAINER_NAME)")),
+            "{name}: {log}"
+        );
+        assert!(!d.path().join("ran").exists(), "{name}: the command ran");
+        // Nothing was created from the name: not ctr/<name>, not the directory it points at.
+        let var_run_argo = d.path().join("var/run/argo");
+        let made: Vec<_> = walk(&var_run_argo);
+        assert!(made.is_empty(), "{name}: created {made:?}");
+    }
+}
+
+#[test]
+fn wait_refuses_a_template_naming_a_container_like_a_path() {
+    let tpl = r#"{"containerSet": {"containers": [{"name": "main", "image": "x"}, {"name": "../../x", "image": "x"}]}}"#;
+    let (code, stderr, log) = run(&["wait"], &[("ARGO_POD_NAME", "p"), ("ARGO_TEMPLATE", tpl)]);
+    assert_eq!(code, 64, "{stderr}");
+    assert!(
+        log.contains(r#"invalid container name "../../x" (containerSet.containers[1].name)"#),
+        "{log}"
+    );
+}
+
+/// Every path under `dir` (none when it does not exist).
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        out.push(e.path());
+        out.extend(walk(&e.path()));
+    }
+    out
+}

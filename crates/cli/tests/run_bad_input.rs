@@ -109,3 +109,16 @@ fn pns_refuses_a_base_layer_artifact_with_a_volume_beneath() {
     let r = run_yaml(y, "pns", &[]);
     assert_refused(&r, "volume \"v\" is mounted beneath it");
 }
+
+#[test]
+fn container_named_like_a_path_is_refused() {
+    if !docker_available() {
+        return;
+    }
+    // Kubernetes requires DNS-1123 labels; the executor would turn the name into
+    // /var/run/argo/ctr/<name>/. Refused before any container is created.
+    let cs = "apiVersion: argoproj.io/v1alpha1\nkind: Workflow\nmetadata: {name: w}\nspec:\n  entrypoint: m\n  templates:\n    - name: m\n      containerSet:\n        containers:\n          - {name: main, image: busybox, command: ['true']}\n          - {name: 'a/b', image: busybox, command: ['true']}\n";
+    assert_refused(&run_yaml(cs, "emissary", &[]), "invalid container name \"a/b\"");
+    let side = "apiVersion: argoproj.io/v1alpha1\nkind: Workflow\nmetadata: {name: w}\nspec:\n  entrypoint: m\n  templates:\n    - name: m\n      container: {image: busybox, command: ['true']}\n      sidecars: [{name: '../x', image: busybox, command: ['true']}]\n";
+    assert_refused(&run_yaml(side, "docker", &[]), "invalid container name \"../x\"");
+}

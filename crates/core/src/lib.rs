@@ -9,7 +9,8 @@
 //!   so tests and local runs can re-root them;
 //! - [`protocol`]: the emissary file protocol shared by the wrapper and the wait side;
 //! - [`executor_kind`]: the five backend names;
-//! - [`exit`]: exit-code rules.
+//! - [`exit`]: exit-code rules;
+//! - [`names`]: container names checked before they become paths.
 //!
 //! It performs no network I/O and starts no async runtime; the only file access is the small,
 //! synchronous template loading in [`env`].
@@ -18,6 +19,7 @@ pub mod annotations;
 pub mod env;
 pub mod executor_kind;
 pub mod exit;
+pub mod names;
 pub mod paths;
 pub mod protocol;
 pub mod template;

@@ -70,6 +70,10 @@ pub enum BuildError {
     /// The template fails the executor's validation.
     #[error(transparent)]
     Invalid(#[from] ValidationError),
+    /// A container name is not a DNS-1123 label (`../x`, `a/b`, `.`), is reserved (`init`,
+    /// `wait`) or is used twice.
+    #[error("{0}; Kubernetes refuses such a pod")]
+    BadName(#[from] argoexec_core::names::InvalidName),
     /// The template has nothing to run.
     #[error("template {0:?} has no container, script or containerSet")]
     NoMain(String),
@@ -164,6 +168,7 @@ pub fn build_pod(
     executor: ExecutorKind,
     opts: &BuildOptions,
 ) -> Result<core::Pod, BuildError> {
+    argoexec_core::names::check_template(template)?;
     validate(template, executor)?;
     let mains = main_containers(template)?;
     let tpl_json = template.to_json();

@@ -200,3 +200,52 @@ fn pns_kubelet_deltas() {
     );
     assert!(!mounts(ctr(&d, "main")).iter().any(|m| m.0 == "docker-sock"));
 }
+
+#[test]
+fn container_names_like_paths_are_refused() {
+    let wf = WorkflowMeta {
+        name: "wf".into(),
+        namespace: "argo".into(),
+        ..Default::default()
+    };
+    let try_build = |tpl: &str, executor: ExecutorKind| {
+        build_pod(
+            &wf,
+            &Template::from_json(tpl).unwrap(),
+            "wf-1",
+            &ControllerConfig::default(),
+            executor,
+            &BuildOptions::default(),
+        )
+    };
+    for (tpl, executor, needle) in [
+        (
+            r#"{"containerSet": {"containers": [{"name": "a/b", "image": "x", "command": ["true"]}]}}"#,
+            ExecutorKind::Emissary,
+            r#""a/b" (containerSet.containers[0].name)"#,
+        ),
+        (
+            r#"{"container": {"image": "x", "command": ["true"]}, "sidecars": [{"name": "../x", "image": "x", "command": ["true"]}]}"#,
+            ExecutorKind::Docker,
+            r#""../x" (sidecars[0].name)"#,
+        ),
+        (
+            r#"{"container": {"image": "x", "command": ["true"]}, "sidecars": [{"name": ".", "image": "x", "command": ["true"]}]}"#,
+            ExecutorKind::Pns,
+            r#""." (sidecars[0].name)"#,
+        ),
+    ] {
+        let e = try_build(tpl, executor).unwrap_err();
+        assert!(matches!(e, BuildError::BadName(_)), "{e}");
+        let e = e.to_string();
+        assert!(e.contains(needle) && e.contains("RFC 1123"), "{e}");
+    }
+    // A plain container's own `name` is ignored (it always runs as `main`), as in Argo.
+    assert!(
+        try_build(
+            r#"{"container": {"name": "Whatever/Name", "image": "x", "command": ["true"]}}"#,
+            ExecutorKind::Emissary
+        )
+        .is_ok()
+    );
+}

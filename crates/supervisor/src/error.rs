@@ -13,6 +13,10 @@ pub enum SupervisorError {
     /// `ARGO_CONTAINER_NAME` is unset or empty.
     #[error("environment variable ARGO_CONTAINER_NAME is required but not set")]
     MissingContainerName,
+    /// `ARGO_CONTAINER_NAME`, or a container name in the template, is not a DNS-1123 label
+    /// (checked before any path is built from it).
+    #[error(transparent)]
+    BadName(#[from] argoexec_core::names::InvalidName),
     /// The template could not be loaded or parsed.
     #[error("failed to load the template: {0}")]
     Template(#[from] argoexec_core::EnvError),

@@ -56,6 +56,11 @@ pub fn run(opts: SupervisorOptions) -> i32 {
         Ok(n) if !n.is_empty() => n,
         _ => return report_failure(&paths, &SupervisorError::MissingContainerName),
     };
+    // The name becomes `/var/run/argo/ctr/<name>/`: refuse `../x`, `a/b`, `.` before that
+    // (no exitcode file is written for such a name either).
+    if let Err(e) = argoexec_core::names::check_container_name(&name, "ARGO_CONTAINER_NAME") {
+        return report_failure(&paths, &e.into());
+    }
     nix::sys::stat::umask(nix::sys::stat::Mode::empty());
     // Block signals before the directory announces "started": from then on a SIGTERM is an
     // event to handle (exit code file included), not the default instant death.
@@ -98,6 +103,7 @@ fn prepare_and_execute(
     let (template, source) = argoexec_core::env::load_template(paths, |k| std::env::var(k).ok(), None)
         .map_err(SupervisorError::Template)?;
     tracing::debug!(?source, container = name, "loaded the template");
+    argoexec_core::names::check_template(&template).map_err(SupervisorError::from)?;
     supervise::execute(paths, name, &template, command, signals)
 }
 

@@ -54,6 +54,9 @@ pub fn bootstrap(
     let (template, source) = argoexec_core::env::load_template(paths, |k| std::env::var(k).ok(), annotations)
         .context("cannot load the template")?;
     tracing::debug!(?source, template = %template.name, "loaded template");
+    // Container names become paths (`/var/run/argo/ctr/<name>/`): refuse `../x` and the like
+    // before any backend builds one.
+    argoexec_core::names::check_template(&template).context("bad template")?;
     let artifacts = argoexec_artifacts::Settings {
         paths: paths.clone(),
         ..argoexec_artifacts::Settings::from_env().context("bad artifact transfer settings")?
