@@ -122,3 +122,26 @@ fn container_named_like_a_path_is_refused() {
     let side = "apiVersion: argoproj.io/v1alpha1\nkind: Workflow\nmetadata: {name: w}\nspec:\n  entrypoint: m\n  templates:\n    - name: m\n      container: {image: busybox, command: ['true']}\n      sidecars: [{name: '../x', image: busybox, command: ['true']}]\n";
     assert_refused(&run_yaml(side, "docker", &[]), "invalid container name \"../x\"");
 }
+
+#[test]
+fn invalid_config_map_values_name_the_key() {
+    if !docker_available() {
+        return;
+    }
+    let y = "apiVersion: argoproj.io/v1alpha1\nkind: Workflow\nmetadata: {name: w}\nspec:\n  entrypoint: m\n  templates:\n    - {name: m, container: {image: busybox, command: ['true']}}\n";
+    for (data, needle) in [
+        ("  kubeletPort: \"ten\"\n", "key kubeletPort"),
+        (
+            "  containerRuntimeExecutor: rkt\n",
+            "key containerRuntimeExecutor",
+        ),
+        (
+            "  containerRuntimeExecutors: |\n    - {name: pns, selector: {matchExpressions: [{key: a, operator: Like}]}}\n",
+            "key containerRuntimeExecutors[0].selector.matchExpressions[0].operator",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let cm = run_support::config_map(&dir, data);
+        assert_refused(&run_yaml(y, "emissary", &["--config", &cm]), needle);
+    }
+}

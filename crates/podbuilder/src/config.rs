@@ -158,15 +158,23 @@ impl ControllerConfig {
         };
         let take = |f: &mut Map<String, Value>, k: &str| f.remove(k).filter(|v| !v.is_null());
         if let Some(v) = take(&mut f, "containerRuntimeExecutor") {
-            c.container_runtime_executor = Some(
-                v.as_str()
-                    .ok_or_else(|| invalid("containerRuntimeExecutor", "must be a string"))?
-                    .to_string(),
-            );
+            let name = v
+                .as_str()
+                .ok_or_else(|| invalid("containerRuntimeExecutor", "must be a string"))?;
+            if !name.trim().is_empty() {
+                check_executor("containerRuntimeExecutor", name)?;
+            }
+            c.container_runtime_executor = Some(name.to_string());
         }
         if let Some(v) = take(&mut f, "containerRuntimeExecutors") {
             c.container_runtime_executors =
                 serde_json::from_value(v).map_err(|e| invalid("containerRuntimeExecutors", e))?;
+            for (i, sel) in c.container_runtime_executors.iter().enumerate() {
+                check_executor(&format!("containerRuntimeExecutors[{i}].name"), &sel.name)?;
+                sel.selector.validate().map_err(|(field, m)| {
+                    invalid(&format!("containerRuntimeExecutors[{i}].selector.{field}"), m)
+                })?;
+            }
         }
         if let Some(v) = take(&mut f, "kubeletPort") {
             let n = match &v {
@@ -251,6 +259,13 @@ impl ControllerConfig {
         c.unknown = f;
         Ok((c, warnings))
     }
+}
+
+/// An executor name must be one of the five or `auto`, whether or not it is ever selected.
+fn check_executor(key: &str, name: &str) -> Result<(), ConfigError> {
+    name.parse::<crate::ExecutorChoice>()
+        .map(drop)
+        .map_err(|e| invalid(key, format!("{e} (or auto)")))
 }
 
 fn strings(key: &str, v: &Value) -> Result<Vec<String>, ConfigError> {
@@ -341,5 +356,128 @@ data:
         let (c, _) =
             ControllerConfig::from_configmap_yaml("kind: ConfigMap\ndata:\n  kubeletPort: \"0\"\n").unwrap();
         assert_eq!(c.kubelet_port, 10250);
+    }
+
+    /// One refused value per known key: the error names the key (with its index or field for
+    /// lists and selectors) and says what is wrong.
+    #[test]
+    fn bad_values_are_per_key_errors() {
+        let bad = |data: &str| {
+            let cm = format!("kind: ConfigMap\ndata:\n{data}");
+            ControllerConfig::from_configmap_yaml(&cm)
+                .unwrap_err()
+                .to_string()
+        };
+        for (data, key, why) in [
+            (
+                "  kubeletPort: \"abc\"",
+                "key kubeletPort:",
+                "\"abc\" is not a port number",
+            ),
+            ("  kubeletPort: \"-1\"", "key kubeletPort:", "not a port number"),
+            (
+                "  kubeletPort: \"[10250]\"",
+                "key kubeletPort:",
+                "not a port number",
+            ),
+            (
+                "  kubeletInsecure: \"maybe\"",
+                "key kubeletInsecure:",
+                "true or false",
+            ),
+            (
+                "  kubeletInsecure: \"1.5\"",
+                "key kubeletInsecure:",
+                "true or false",
+            ),
+            (
+                "  containerRuntimeExecutor: rkt",
+                "key containerRuntimeExecutor:",
+                "unknown container runtime executor \"rkt\"",
+            ),
+            (
+                "  containerRuntimeExecutors: |\n    - {name: pns, selector: {}}\n    - {name: Docker, selector: {}}",
+                "key containerRuntimeExecutors[1].name:",
+                "\"Docker\"",
+            ),
+            (
+                "  containerRuntimeExecutors: |\n    - name: pns\n      selector: {matchExpressions: [{key: team, operator: Gt, values: [\"1\"]}]}",
+                "key containerRuntimeExecutors[0].selector.matchExpressions[0].operator:",
+                "\"Gt\" is not a valid selector operator",
+            ),
+            (
+                "  containerRuntimeExecutors: |\n    - name: pns\n      selector: {matchExpressions: [{key: team, operator: In}]}",
+                "key containerRuntimeExecutors[0].selector.matchExpressions[0].values:",
+                "must be specified when `operator` is In",
+            ),
+            (
+                "  containerRuntimeExecutors: |\n    - name: pns\n      selector: {matchExpressions: [{key: team, operator: Exists, values: [a]}]}",
+                "key containerRuntimeExecutors[0].selector.matchExpressions[0].values:",
+                "may not be specified",
+            ),
+            (
+                "  containerRuntimeExecutors: |\n    - name: pns\n      selector: {matchExpressions: [{key: \"\", operator: Exists}]}",
+                "key containerRuntimeExecutors[0].selector.matchExpressions[0].key:",
+                "must not be empty",
+            ),
+            (
+                "  containerRuntimeExecutors: |\n    - name: pns\n      selector: \"team=legacy\"",
+                "key containerRuntimeExecutors:",
+                "invalid type",
+            ),
+            (
+                "  containerRuntimeExecutors: |\n    - name: pns\n      selector: {matchLabels: [team]}",
+                "key containerRuntimeExecutors:",
+                "invalid type",
+            ),
+            (
+                "  images: |\n    busybox: {cmd: [x]}",
+                "key images[busybox]:",
+                "needs command (or entrypoint)",
+            ),
+            (
+                "  images: |\n    busybox: sh",
+                "key images[busybox]:",
+                "needs command (or entrypoint)",
+            ),
+            (
+                "  images: |\n    busybox: {entrypoint: sh}",
+                "key images[busybox].command:",
+                "list of strings",
+            ),
+            ("  images: \"[busybox]\"", "key images:", "mapping of image"),
+            (
+                "  dockerSockPath: \"[a]\"",
+                "key dockerSockPath:",
+                "must be a string",
+            ),
+            (
+                "  executor: \"argoexec:dev\"",
+                "key executor:",
+                "container mapping",
+            ),
+        ] {
+            let e = bad(data);
+            assert!(e.contains(key) && e.contains(why), "{data}\n→ {e}");
+        }
+        // An images entry with an entrypoint and no cmd is fine: the template's args are kept
+        // (Argo's rule: the image's cmd only fills args that are nil).
+        let (c, _) = ControllerConfig::from_configmap_yaml(
+            "kind: ConfigMap\ndata:\n  images: |\n    busybox: {entrypoint: [sh]}\n",
+        )
+        .unwrap();
+        assert_eq!(
+            c.images["busybox"],
+            ImageEntry {
+                command: vec!["sh".into()],
+                args: None
+            }
+        );
+        // An empty containerRuntimeExecutor is unset (the next source decides), and `auto` is
+        // an executor name like the five.
+        for ok in ["\"\"", "auto", "emissary"] {
+            let cm = format!("kind: ConfigMap\ndata:\n  containerRuntimeExecutor: {ok}\n");
+            assert!(ControllerConfig::from_configmap_yaml(&cm).is_ok(), "{ok}");
+        }
     }
 }

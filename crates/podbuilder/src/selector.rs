@@ -1,6 +1,7 @@
 //! Kubernetes label selectors (`metav1.LabelSelector`): `matchLabels` and `matchExpressions`
 //! with `In`, `NotIn`, `Exists`, `DoesNotExist`, all terms ANDed. An empty selector matches
-//! everything, as in Kubernetes. An unknown operator matches nothing.
+//! everything, as in Kubernetes. An unknown operator matches nothing; the config map parser
+//! refuses such a selector up front with [`LabelSelector::validate`].
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -30,6 +31,48 @@ pub struct LabelSelector {
 }
 
 impl LabelSelector {
+    /// The API server's rules for a selector: every requirement has a key, a known operator,
+    /// values for `In`/`NotIn` and none for `Exists`/`DoesNotExist`; `matchLabels` keys are
+    /// not empty.
+    ///
+    /// # Errors
+    /// `(field, message)`, the field relative to the selector (`matchExpressions[0].operator`).
+    pub fn validate(&self) -> Result<(), (String, String)> {
+        if self.match_labels.keys().any(String::is_empty) {
+            return Err(("matchLabels".into(), "a label key must not be empty".into()));
+        }
+        for (i, r) in self.match_expressions.iter().enumerate() {
+            let field = |f: &str| format!("matchExpressions[{i}].{f}");
+            if r.key.is_empty() {
+                return Err((field("key"), "must not be empty".into()));
+            }
+            match r.operator.as_str() {
+                "In" | "NotIn" if r.values.is_empty() => {
+                    return Err((
+                        field("values"),
+                        format!("must be specified when `operator` is {}", r.operator),
+                    ));
+                }
+                "Exists" | "DoesNotExist" if !r.values.is_empty() => {
+                    return Err((
+                        field("values"),
+                        format!("may not be specified when `operator` is {}", r.operator),
+                    ));
+                }
+                "In" | "NotIn" | "Exists" | "DoesNotExist" => {}
+                other => {
+                    return Err((
+                        field("operator"),
+                        format!(
+                            "{other:?} is not a valid selector operator (In, NotIn, Exists, DoesNotExist)"
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Whether `labels` satisfy every term.
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
         self.match_labels.iter().all(|(k, v)| labels.get(k) == Some(v))
