@@ -10,7 +10,7 @@ use clap::{Parser, Subcommand};
 
 /// Argo Workflows pod executor, in Rust.
 #[derive(Debug, Parser)]
-#[command(name = "argoexec", version, about)]
+#[command(name = "argoexec", version, about, args_override_self = true)]
 struct Cli {
     /// Log level: error, warn, info, debug, trace.
     #[arg(long, global = true, default_value = "info")]

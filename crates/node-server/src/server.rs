@@ -296,6 +296,35 @@ impl NodeServer {
         self.api.pods.container_ids(uid).await
     }
 
+    /// Every container's log (stdout and stderr as Docker interleaved them), by container
+    /// name, init containers first; containers that never ran are left out.
+    pub async fn container_logs(&self, ns: &str, name: &str) -> Vec<(String, Vec<u8>)> {
+        use futures::StreamExt;
+        let Some(p) = self.get_pod(ns, name) else {
+            return Vec::new();
+        };
+        let uid = p["metadata"]["uid"].as_str().unwrap_or("").to_string();
+        let names: Vec<String> = ["initContainers", "containers"]
+            .iter()
+            .filter_map(|k| p["spec"][*k].as_array())
+            .flatten()
+            .filter_map(|c| c["name"].as_str().map(str::to_string))
+            .collect();
+        let mut out = Vec::new();
+        for c in names {
+            let Some(id) = self.api.pods.container_id(&uid, &c).await else {
+                continue;
+            };
+            let mut s = crate::logs::stream(self.api.pods.docker(), &id, &crate::logs::LogOptions::default());
+            let mut log = Vec::new();
+            while let Some(Ok(b)) = s.next().await {
+                log.extend_from_slice(&b);
+            }
+            out.push((c, log));
+        }
+        out
+    }
+
     /// The task results of a namespace.
     pub fn task_results(&self, ns: &str) -> Vec<Arc<Value>> {
         self.api.store.list(Kind::TaskResult, Some(ns)).0

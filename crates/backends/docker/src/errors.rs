@@ -48,11 +48,7 @@ pub(crate) fn kind_of(e: &BollardError) -> ErrorKind {
 pub(crate) fn map_err(e: BollardError, socket: &Path, action: &'static str, container: &str) -> RuntimeError {
     let kind = kind_of(&e);
     let hint = match kind {
-        ErrorKind::Transient => format!(
-            "; cannot talk to the Docker daemon at {} — is the socket mounted? (the pod builder \
-             mounts it only for the docker executor)",
-            socket.display()
-        ),
+        ErrorKind::Transient => socket_hint(socket),
         ErrorKind::Denied => format!(
             "; the daemon at {} refused the request — check the socket's permissions and any \
              authorization plugin",
@@ -61,6 +57,25 @@ pub(crate) fn map_err(e: BollardError, socket: &Path, action: &'static str, cont
         _ => String::new(),
     };
     RuntimeError::new(kind, KIND, action, container, format!("{e}{hint}")).with_source(e)
+}
+
+/// Why the socket cannot be reached, as far as the file tells: absent (not mounted), not
+/// writable by this user (a non-root wait: Argo's docker executor never supported
+/// `runAsNonRoot`), or present and writable (the daemon is down or restarting).
+fn socket_hint(socket: &Path) -> String {
+    let s = socket.display();
+    match std::fs::metadata(socket) {
+        Err(_) => format!(
+            "; cannot talk to the Docker daemon: {s} does not exist here (the pod builder mounts it only for the docker executor)"
+        ),
+        Ok(_) if rustix::fs::access(socket, rustix::fs::Access::WRITE_OK).is_err() => format!(
+            "; cannot talk to the Docker daemon: {s} is not writable by uid {} (the docker executor's wait container must run as root or in the socket's group; use the emissary executor for non-root pods)",
+            rustix::process::geteuid().as_raw()
+        ),
+        Ok(_) => format!(
+            "; cannot talk to the Docker daemon at {s}: it is mounted but nothing answers (is dockerd running, or restarting?)"
+        ),
+    }
 }
 
 /// A [`RuntimeError`] without an underlying bollard error.

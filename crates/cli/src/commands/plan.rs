@@ -97,14 +97,15 @@ pub fn plan(input: &PlanInput<'_>) -> anyhow::Result<Plan> {
 }
 
 impl Plan {
-    /// Build the pod.
+    /// Build the pod, its executor processes logging at `log_level`.
     ///
     /// # Errors
     /// Validation failures naming what to change.
-    pub fn build(&self, executor_image: &str) -> anyhow::Result<Pod> {
+    pub fn build(&self, executor_image: &str, log_level: &str) -> anyhow::Result<Pod> {
         let opts = BuildOptions {
             executor_image: executor_image.to_string(),
             executor_reason: Some(self.reason.clone()),
+            log_level: log_level.to_string(),
             ..Default::default()
         };
         Ok(build_pod(

@@ -53,6 +53,6 @@ fn render(args: &Args) -> anyhow::Result<String> {
         parameters: &args.parameters,
         random_name: false,
     })?;
-    let pod = plan.build(&args.executor_image)?;
+    let pod = plan.build(&args.executor_image, "info")?;
     serde_saphyr::to_string(&pod).context("cannot serialise the pod")
 }

@@ -88,6 +88,13 @@ pub struct Args {
     /// Keep the pod's containers and volumes for debugging (remove them with `docker rm -f`).
     #[arg(long)]
     pub keep: bool,
+    /// Save every container's log to DIR/<container>.log before the pod is removed.
+    #[arg(long, value_name = "DIR")]
+    pub logs: Option<PathBuf>,
+    /// `--loglevel` of the pod's init, wait and emissary processes (Argo's config map
+    /// `executor.args` works too).
+    #[arg(long, default_value = "info")]
+    pub executor_loglevel: String,
     /// RBAC for the pod's service account: Role/ClusterRole/bindings from every *.yaml in
     /// the directory (repeatable). Default: Argo's executor role (task results create and
     /// patch; pods get, watch, patch; pods/log get) bound to the pod's service account.
@@ -233,7 +240,7 @@ async fn execute(args: &Args) -> anyhow::Result<(Outcome, PathBuf)> {
     } else {
         None
     };
-    let mut pod = plan.build(&args.executor_image)?;
+    let mut pod = plan.build(&args.executor_image, &args.executor_loglevel)?;
     attach_repository(&mut pod, &repo);
     give_key_dir_to_wait(&pod, &repo.join(&plan.wf.meta.name).join(&plan.pod_name))?;
     if let Some(dir) = &kubelet_ca {
@@ -280,6 +287,12 @@ async fn execute(args: &Args) -> anyhow::Result<(Outcome, PathBuf)> {
     let status = pod_run.finished().await;
     if let Some(p) = progress {
         let _ = p.await;
+    }
+    if let Some(dir) = &args.logs {
+        pod_run
+            .save_logs(dir)
+            .await
+            .with_context(|| format!("save the containers' logs to {}", dir.display()))?;
     }
     let report = pod_run.report();
     let requests = pod_run.requests();

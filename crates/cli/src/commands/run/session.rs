@@ -312,6 +312,21 @@ impl Session {
         }
     }
 
+    /// Write every container's log to `dir/<container>.log` (before cleanup).
+    ///
+    /// # Errors
+    /// The directory cannot be written.
+    pub async fn save_logs(&self, dir: &std::path::Path) -> anyhow::Result<()> {
+        let Some(server) = &self.server else {
+            return Ok(());
+        };
+        std::fs::create_dir_all(dir)?;
+        for (c, log) in server.container_logs(&self.ns, &self.name).await {
+            std::fs::write(dir.join(format!("{c}.log")), log)?;
+        }
+        Ok(())
+    }
+
     /// What the node's injected faults did (`null` without a node).
     pub fn faults(&self) -> Value {
         self.server.as_ref().map_or(Value::Null, |s| s.fault_report())
