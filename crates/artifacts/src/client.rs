@@ -31,6 +31,12 @@ pub fn options(
     ca_pem: Option<&[u8]>,
     allow_http: bool,
 ) -> Result<ClientOptions, ArtifactError> {
+    if allow_http {
+        tracing::warn!(
+            repository = kind,
+            "plain HTTP to the {kind} endpoint (configured insecure): data and request signatures travel unencrypted"
+        );
+    }
     let mut o = ClientOptions::new()
         .with_allow_http(allow_http)
         .with_connect_timeout(Duration::from_secs(10))
