@@ -1,4 +1,191 @@
-//! Shared helpers of the benchmark programs.
+//! Shared helpers of the benchmark programs, and the reporter they share: besides its human
+//! output, every benchmark prints one machine-readable [`Row`] per figure, a line
+//! `BENCH-ROW<TAB>{json}` that `scripts/bench.sh` collects into one table
+//! ([`report`] renders it).
+
+pub mod report;
+
+/// The prefix of a machine-readable line (followed by a tab and one JSON object).
+pub const ROW_PREFIX: &str = "BENCH-ROW";
+
+/// One figure of a benchmark: our value, the baseline run beside it, their ratio, the goal
+/// from the issues and whether it was met (`None` when no goal applies).
+///
+/// Built with [`Row::new`] and the setters, printed with [`Row::emit`]:
+/// `BENCH-ROW\t{"bench":…,"figure":…,"value":…,"baseline":…,"ratio":…,"goal":…,"met":…}`.
+/// Absent fields are JSON `null`. A figure that could not be measured is a
+/// [`Row::failed`] row, which also carries `"error"`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    /// The benchmark's short name (`archive`, `emissary`, `s3`, …).
+    pub bench: String,
+    /// What is measured, with its size (e.g. "Save 1024 MiB / 10000 files as tar.gz (level 6)").
+    pub figure: String,
+    /// Our figure, with its unit.
+    pub value: String,
+    /// The baseline's figure, naming the baseline.
+    pub baseline: Option<String>,
+    /// Ours against the baseline ("3.13x faster", "1.22x slower", …).
+    pub ratio: Option<String>,
+    /// The goal from the issues ("≥ 1.8x", "≤ 64 MiB", …).
+    pub goal: Option<String>,
+    /// Whether the goal was met; `None` when no goal applies or nothing was measured.
+    pub met: Option<bool>,
+    /// Why the figure could not be measured (set by [`Row::failed`]).
+    pub error: Option<String>,
+}
+
+impl Row {
+    /// A figure of `bench` with our value; no baseline, ratio or goal yet.
+    pub fn new(bench: &str, figure: impl Into<String>, value: impl Into<String>) -> Self {
+        Self {
+            bench: bench.to_string(),
+            figure: figure.into(),
+            value: value.into(),
+            baseline: None,
+            ratio: None,
+            goal: None,
+            met: None,
+            error: None,
+        }
+    }
+
+    /// A figure that could not be measured, with the reason.
+    pub fn failed(bench: &str, figure: impl Into<String>, reason: impl Into<String>) -> Self {
+        let mut r = Self::new(bench, figure, "failed");
+        r.error = Some(reason.into());
+        r
+    }
+
+    /// Sets the baseline's figure.
+    #[must_use]
+    pub fn baseline(mut self, baseline: impl Into<String>) -> Self {
+        self.baseline = Some(baseline.into());
+        self
+    }
+
+    /// Sets the ratio of ours to the baseline.
+    #[must_use]
+    pub fn ratio(mut self, ratio: impl Into<String>) -> Self {
+        self.ratio = Some(ratio.into());
+        self
+    }
+
+    /// Sets the goal and whether it was met.
+    #[must_use]
+    pub fn goal(mut self, goal: impl Into<String>, met: bool) -> Self {
+        self.goal = Some(goal.into());
+        self.met = Some(met);
+        self
+    }
+
+    /// Sets a goal that this run cannot judge (`met` stays `null`).
+    #[must_use]
+    pub fn goal_unjudged(mut self, goal: impl Into<String>) -> Self {
+        self.goal = Some(goal.into());
+        self.met = None;
+        self
+    }
+
+    /// The JSON object of this row.
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut v = serde_json::json!({
+            "bench": self.bench,
+            "figure": self.figure,
+            "value": self.value,
+            "baseline": self.baseline,
+            "ratio": self.ratio,
+            "goal": self.goal,
+            "met": self.met,
+        });
+        if let Some(e) = &self.error {
+            v["error"] = serde_json::Value::from(e.as_str());
+        }
+        v
+    }
+
+    /// Reads a row back from its JSON object (unknown fields are ignored).
+    ///
+    /// # Errors
+    /// When `bench`, `figure` or `value` is missing or not a string.
+    pub fn from_json(v: &serde_json::Value) -> Result<Self, String> {
+        let need = |k: &str| {
+            v[k].as_str()
+                .map(str::to_string)
+                .ok_or_else(|| format!("field {k:?} missing or not a string"))
+        };
+        let opt = |k: &str| v[k].as_str().map(str::to_string);
+        Ok(Self {
+            bench: need("bench")?,
+            figure: need("figure")?,
+            value: need("value")?,
+            baseline: opt("baseline"),
+            ratio: opt("ratio"),
+            goal: opt("goal"),
+            met: v["met"].as_bool(),
+            error: opt("error"),
+        })
+    }
+
+    /// The machine-readable line: `BENCH-ROW`, a tab, the JSON object on one line.
+    /// The fields keep the order above (bench, figure, value, baseline, ratio, goal, met,
+    /// error) for people reading the raw lines.
+    pub fn line(&self) -> String {
+        let v = self.to_json();
+        let fields: Vec<String> = [
+            "bench", "figure", "value", "baseline", "ratio", "goal", "met", "error",
+        ]
+        .into_iter()
+        .filter(|k| *k != "error" || self.error.is_some())
+        .map(|k| format!("{}:{}", serde_json::Value::from(k), v[k]))
+        .collect();
+        format!("{ROW_PREFIX}\t{{{}}}", fields.join(","))
+    }
+
+    /// Parses a line printed by [`Row::line`]; `None` for any other line.
+    pub fn parse_line(line: &str) -> Option<Result<Self, String>> {
+        let json = line.strip_prefix(ROW_PREFIX)?.strip_prefix('\t')?;
+        Some(
+            serde_json::from_str::<serde_json::Value>(json)
+                .map_err(|e| format!("bad JSON: {e}"))
+                .and_then(|v| Self::from_json(&v)),
+        )
+    }
+
+    /// Prints [`Row::line`] on stdout.
+    pub fn emit(&self) {
+        println!("{}", self.line());
+    }
+}
+
+/// Ours against a baseline where lower is better (times): "3.13x faster" when ours is
+/// lower, "1.22x slower" when it is higher.
+pub fn speed_ratio(ours: f64, baseline: f64) -> String {
+    if ours <= baseline {
+        format!("{:.2}x faster", baseline / ours)
+    } else {
+        format!("{:.2}x slower", ours / baseline)
+    }
+}
+
+/// Seconds with two decimals: "5.88 s".
+pub fn secs(s: f64) -> String {
+    format!("{s:.2} s")
+}
+
+/// Milliseconds with the given decimals: "1.05 ms".
+pub fn millis(ms: f64, decimals: usize) -> String {
+    format!("{ms:.decimals$} ms")
+}
+
+/// A data size for figure names: "1 GiB", "2 GiB", "64 MiB".
+pub fn size_label(mib: u64) -> String {
+    if mib >= 1024 && mib.is_multiple_of(1024) {
+        format!("{} GiB", mib / 1024)
+    } else {
+        format!("{mib} MiB")
+    }
+}
 
 /// The Docker CLI (`/usr/bin/docker` when present).
 pub fn docker() -> &'static str {
@@ -59,7 +246,39 @@ pub fn container_logs(id: &str) -> Result<String, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_ts;
+    use super::{Row, parse_ts, speed_ratio};
+
+    #[test]
+    fn rows_round_trip_through_their_line() {
+        let r = Row::new("archive", "Save 1 GiB as tar.gz", "5.88 s")
+            .baseline("GNU tar -czf 18.41 s")
+            .ratio("3.13x faster")
+            .goal("≥ 1.8x", true);
+        let line = r.line();
+        assert!(line.starts_with("BENCH-ROW\t{\"bench\":\"archive\",\"figure\":"));
+        assert!(line.ends_with(",\"goal\":\"≥ 1.8x\",\"met\":true}"));
+        assert!(!line.trim_end().contains('\n'));
+        assert_eq!(Row::parse_line(&line), Some(Ok(r)));
+        let f = Row::failed("s3", "upload", "moto did not start\nsecond line");
+        let back = Row::parse_line(&f.line()).unwrap().unwrap();
+        assert_eq!(back.value, "failed");
+        assert_eq!(back.met, None);
+        assert_eq!(back.error.as_deref(), Some("moto did not start\nsecond line"));
+        assert_eq!(Row::parse_line("run 1: ours 2.0s"), None);
+        assert!(matches!(
+            Row::parse_line("BENCH-ROW\t{\"bench\":1}"),
+            Some(Err(_))
+        ));
+    }
+
+    #[test]
+    fn speed_ratios() {
+        assert_eq!(speed_ratio(5.88, 18.41), "3.13x faster");
+        assert_eq!(speed_ratio(21.29, 17.42), "1.22x slower");
+        assert_eq!(speed_ratio(2.0, 2.0), "1.00x faster");
+        assert_eq!(super::size_label(1024), "1 GiB");
+        assert_eq!(super::size_label(64), "64 MiB");
+    }
 
     #[test]
     fn timestamps() {

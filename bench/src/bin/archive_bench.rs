@@ -7,12 +7,16 @@
 //! bytes with repetitive text so gzip's ratio is a realistic 2–3×. Ours runs in a child
 //! process of this binary (`--child-ours SRC OUT LEVEL`) that reports its own peak RSS
 //! (VmHWM). Every archive is listed with GNU `tar -tzf` to check the entry counts agree.
+//! Besides the table, one `BENCH-ROW` line per README figure (bench `archive`): ours vs GNU
+//! tar (goal ≥ 1.8x), vs pigz (goal ≥ 0.9x) and our peak RSS (goal ≤ 64 MiB).
 
 use std::fs;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
+
+use argoexec_bench::{Row as Figure, secs as fmt_secs, size_label, speed_ratio};
 
 struct Args {
     size_mib: u64,
@@ -331,6 +335,45 @@ fn main() {
     for p in [&ours_out, &gnu_out, &pigz_out] {
         let _ = fs::remove_file(p);
     }
+    emit_rows(&args, ours, gnu, pigz, rss);
+}
+
+/// The `BENCH-ROW` lines of the README's figures.
+fn emit_rows(args: &Args, ours: Option<f64>, gnu: Option<f64>, pigz: Option<f64>, rss: Option<f64>) {
+    let figure = format!(
+        "Save {} / {} files as tar.gz (level {})",
+        size_label(args.size_mib),
+        args.files,
+        args.level
+    );
+    let Some(o) = ours else {
+        Figure::failed("archive", figure, "our writer failed (see its output)").emit();
+        return;
+    };
+    let mib_s = args.size_mib as f64 / o;
+    let value = format!("{} ({mib_s:.0} MiB/s)", fmt_secs(o));
+    for (base, name, goal, min) in [
+        (gnu, "GNU tar -czf", "≥ 1.8x", 1.8),
+        (pigz, "tar -cf - | pigz -p 2", "≥ 0.9x", 0.9),
+    ] {
+        let row = Figure::new("archive", format!("{figure} vs {name}"), value.clone());
+        match base {
+            Some(b) => row
+                .baseline(format!("{name} {}", fmt_secs(b)))
+                .ratio(speed_ratio(o, b))
+                .goal(goal, b / o >= min),
+            None => row
+                .baseline(format!("{name}: failed or not installed"))
+                .goal_unjudged(goal),
+        }
+        .emit();
+    }
+    let figure = format!("{figure}, our peak RSS");
+    match rss {
+        Some(m) => Figure::new("archive", figure, format!("{m:.1} MiB")).goal("≤ 64 MiB", m <= 64.0),
+        None => Figure::failed("archive", figure, "the child printed no VmHWM"),
+    }
+    .emit();
 }
 
 fn size(p: &Path) -> u64 {

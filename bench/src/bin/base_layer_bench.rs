@@ -9,12 +9,14 @@
 //! spends time inside main (the wrapper stages the file into `/var/run/argo/outputs` before
 //! it reports the exit), which only the wall time shows.
 //!
-//! Usage: `base_layer_bench [ARGOEXEC_BINARY] [SIZE_MIB] [REPEAT] [EXECUTORS…]`.
+//! Usage: `base_layer_bench [ARGOEXEC_BINARY] [SIZE_MIB] [REPEAT] [EXECUTORS…]` (SIZE_MIB and
+//! REPEAT are the size and run-count knobs). Besides the table, one `BENCH-ROW` line per
+//! executor (bench `base_layer`; goal for pns: a step no slower than the emissary's).
 
 use std::process::Command;
 use std::time::Instant;
 
-use argoexec_bench::{container_logs, docker, kept_ids, parse_ts as ts};
+use argoexec_bench::{Row, container_logs, docker, kept_ids, parse_ts as ts, size_label};
 use serde_json::Value;
 
 fn step(mib: u64) -> String {
@@ -89,7 +91,7 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let bin = args.next().unwrap_or_else(|| "target/release/argoexec".into());
     let mib: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(1024);
-    let repeat: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(3);
+    let repeat: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(3).max(1);
     let mut executors: Vec<String> = args.collect();
     if executors.is_empty() {
         executors = ["pns", "emissary", "docker"].map(String::from).to_vec();
@@ -102,6 +104,7 @@ fn main() {
     println!("| executor | step wall s | wait save span s | wall vs emissary | save vs emissary |");
     println!("|---|---|---|---|---|");
     let mut rows = Vec::new();
+    let mut last_error = std::collections::BTreeMap::new();
     for ex in &executors {
         let mut walls = Vec::new();
         let mut saves = Vec::new();
@@ -111,7 +114,10 @@ fn main() {
                     walls.push(s.wall_s);
                     saves.push(s.save_s);
                 }
-                Err(e) => eprintln!("{ex}: {e}"),
+                Err(e) => {
+                    eprintln!("{ex}: {e}");
+                    last_error.insert(ex.clone(), e);
+                }
             }
         }
         if walls.is_empty() {
@@ -121,7 +127,7 @@ fn main() {
         rows.push((ex.clone(), Some((median(walls), median(saves)))));
     }
     let base = rows.iter().find(|(e, _)| e == "emissary").and_then(|(_, r)| *r);
-    for (ex, r) in rows {
+    for (ex, r) in &rows {
         match r {
             None => println!("| {ex} | – | – | – | – |"),
             Some((w, s)) => {
@@ -131,5 +137,43 @@ fn main() {
                 println!("| {ex} | {w:.2} | {s:.2} | {rw} | {rs} |");
             }
         }
+    }
+    for (ex, r) in &rows {
+        let figure = format!(
+            "{ex}: save a {} base-layer artifact (half random), median of {repeat}",
+            size_label(mib)
+        );
+        let row = match r {
+            None => {
+                let why = last_error.get(ex).map_or("no runs", String::as_str);
+                Row::failed(
+                    "base_layer",
+                    figure,
+                    format!("all {repeat} runs failed, last: {why}"),
+                )
+            }
+            Some((w, s)) => {
+                let row = Row::new(
+                    "base_layer",
+                    figure,
+                    format!("step {w:.2} s (wait's save {s:.2} s)"),
+                );
+                match base {
+                    Some((bw, bs)) if ex != "emissary" => {
+                        let row = row
+                            .baseline(format!("emissary step {bw:.2} s (wait's save {bs:.2} s)"))
+                            .ratio(format!("{:.2}x the emissary's step", w / bw));
+                        if ex == "pns" {
+                            row.goal("≤ emissary", *w <= bw)
+                        } else {
+                            row
+                        }
+                    }
+                    None if ex == "pns" => row.goal_unjudged("≤ emissary"),
+                    _ => row,
+                }
+            }
+        };
+        row.emit();
     }
 }

@@ -10,6 +10,8 @@
 //! process of this binary (`--child-ours POD SRC OUT LEVEL`) that prints its own copy time
 //! and peak RSS (VmHWM). Every archive is listed with GNU `tar -tzf` to check it holds the
 //! single entry `basename(src)`. The container is removed at the end (also on panic).
+//! Besides the human output, one `BENCH-ROW` line per README figure (bench `docker_copy`):
+//! the median against the baseline (goal: faster) and our peak RSS (goal ≤ 64 MiB).
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -17,6 +19,7 @@ use std::time::Instant;
 
 use argoexec_backend_docker::DockerExecutor;
 use argoexec_backend_docker::identity::{LABEL_CONTAINER, LABEL_NAMESPACE, LABEL_POD};
+use argoexec_bench::{Row, secs as fmt_secs, size_label, speed_ratio};
 use argoexec_runtime::RuntimeExecutor;
 use bollard::models::{ContainerCreateBody, HostConfig};
 
@@ -170,6 +173,7 @@ fn main() {
             _ => die(&format!("unknown flag {flag}")),
         }
     }
+    let runs = runs.max(1);
     let pod = format!("bench-{}", std::process::id());
     let t = Instant::now();
     let id = prepare(&pod, size_mib);
@@ -247,4 +251,21 @@ fn main() {
         mib(ours_size),
         mib(base_size)
     );
+    let figure = format!(
+        "Docker backend: save a {} base-layer file as tar.gz (level {level}), median of {runs}",
+        size_label(size_mib)
+    );
+    Row::new("docker_copy", figure.clone(), fmt_secs(o))
+        .baseline(format!("docker cp … - | gzip -{level} {}", fmt_secs(b)))
+        .ratio(speed_ratio(o, b))
+        .goal("faster", o < b)
+        .emit();
+    let rss = hwm as f64 / 1024.0;
+    Row::new(
+        "docker_copy",
+        format!("{figure}, our peak RSS"),
+        format!("{rss:.1} MiB"),
+    )
+    .goal("≤ 64 MiB", rss <= 64.0)
+    .emit();
 }

@@ -1,12 +1,15 @@
 //! Emissary wrapper figures (printed, not asserted):
-//! * latency, over 200 runs of `argoexec emissary -- /bin/sh -c ': > t'`, from the wrapper's
+//! * latency, over N runs (`--runs N`, default 200) of `argoexec emissary -- /bin/sh -c ': > t'`, from the wrapper's
 //!   start and from the child's last action (closing `t`, seen by inotify) to the `exitcode`
 //!   file appearing (seen by the same inotify instance in this process); the same child run
 //!   without the wrapper as a baseline;
 //! * the wrapper's VmRSS / VmHWM while its child sleeps;
-//! * the size of `target/release/argoexec`.
+//! * the size of `target/release/argoexec` and of the stripped static binary
+//!   (`$ARGOEXEC_STATIC_BIN`, else `target/static/<arch>-unknown-linux-gnu/release/argoexec.stripped`).
 //!
-//! The binary is `$ARGOEXEC_BIN`, else `target/release/argoexec`, else `target/debug/argoexec`.
+//! Usage: `emissary_bench [--runs N]`. The binary is `$ARGOEXEC_BIN`, else
+//! `target/release/argoexec`, else `target/debug/argoexec`. Besides the human output, one
+//! `BENCH-ROW` line per README figure (bench `emissary`).
 //! inotify is used through libc (the bench crate has no nix/inotify dependency).
 
 use std::fs;
@@ -14,7 +17,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const RUNS: usize = 200;
+use argoexec_bench::{Row, millis};
+
+const DEFAULT_RUNS: usize = 200;
 const TEMPLATE: &str = r#"{"name":"bench","container":{"image":"x"}}"#;
 
 /// A minimal inotify reader over libc.
@@ -142,7 +147,37 @@ fn status_field(pid: u32, field: &str) -> String {
         .unwrap_or_else(|| "?".into())
 }
 
+/// `--runs N` (default 200), at least 1.
+fn runs() -> usize {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
+        [] => DEFAULT_RUNS,
+        ["--runs", n] => n.parse::<usize>().map_or_else(
+            |_| {
+                eprintln!("emissary_bench: bad --runs {n}");
+                std::process::exit(2)
+            },
+            |n| n.max(1),
+        ),
+        _ => {
+            eprintln!("usage: emissary_bench [--runs N]");
+            std::process::exit(2)
+        }
+    }
+}
+
+/// A `/proc/<pid>/status` size field ("4812 kB") in MiB.
+fn kb_to_mib(field: &str) -> Option<f64> {
+    field
+        .trim_end_matches("kB")
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .map(|k| k / 1024.0)
+}
+
 fn main() {
+    let runs = runs();
     let bin = binary();
     println!("binary: {}", bin.display());
     let dir = tempfile::tempdir().unwrap();
@@ -159,7 +194,7 @@ fn main() {
 
     let (mut start_to_exitcode, mut child_to_exitcode, mut start_to_exit, mut baseline) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for _ in 0..RUNS {
+    for _ in 0..runs {
         let _ = fs::remove_file(paths.exitcode_file("main"));
         let _ = fs::remove_file(work.join("t"));
         let t0 = Instant::now();
@@ -185,7 +220,7 @@ fn main() {
         // Drain stray events of this run (temporary files, late closes).
         while !ino.next(Duration::ZERO).unwrap().is_empty() {}
     }
-    for _ in 0..RUNS {
+    for _ in 0..runs {
         let t0 = Instant::now();
         Command::new("/bin/sh")
             .args(["-c", ": > t"])
@@ -195,28 +230,46 @@ fn main() {
         baseline.push(t0.elapsed());
         while !ino.next(Duration::ZERO).unwrap().is_empty() {}
     }
-    println!("runs: {RUNS}");
-    println!(
-        "wrapper start -> exitcode visible:  p50 {:.2} ms  p99 {:.2} ms",
-        pct(&mut start_to_exitcode, 50),
-        pct(&mut start_to_exitcode, 99)
-    );
-    println!(
-        "child last write -> exitcode visible: p50 {:.2} ms  p99 {:.2} ms  ({} samples)",
-        pct(&mut child_to_exitcode, 50),
-        pct(&mut child_to_exitcode, 99),
-        child_to_exitcode.len()
-    );
+    println!("runs: {runs}");
+    let (start50, start99) = (pct(&mut start_to_exitcode, 50), pct(&mut start_to_exitcode, 99));
+    println!("wrapper start -> exitcode visible:  p50 {start50:.2} ms  p99 {start99:.2} ms");
+    let child_lat = if child_to_exitcode.is_empty() {
+        None
+    } else {
+        Some((pct(&mut child_to_exitcode, 50), pct(&mut child_to_exitcode, 99)))
+    };
+    if let Some((c50, c99)) = child_lat {
+        println!(
+            "child last write -> exitcode visible: p50 {c50:.2} ms  p99 {c99:.2} ms  ({} samples)",
+            child_to_exitcode.len()
+        );
+    }
     println!(
         "wrapper start -> wrapper exit:        p50 {:.2} ms  p99 {:.2} ms",
         pct(&mut start_to_exit, 50),
         pct(&mut start_to_exit, 99)
     );
+    let base50 = pct(&mut baseline, 50);
     println!(
-        "baseline sh -c ': > t' (no wrapper):  p50 {:.2} ms  p99 {:.2} ms",
-        pct(&mut baseline, 50),
+        "baseline sh -c ': > t' (no wrapper):  p50 {base50:.2} ms  p99 {:.2} ms",
         pct(&mut baseline, 99)
     );
+    let pair = |a: f64, b: f64| format!("p50 {}, p99 {}", millis(a, 2), millis(b, 2));
+    let figure = format!("child's last write → exitcode seen by an inotify watcher, {runs} runs");
+    match child_lat {
+        Some((c50, c99)) => Row::new("emissary", figure, pair(c50, c99))
+            .baseline("Argo v3.3: 1 s poll")
+            .goal("≤ 5 ms p50", c50 <= 5.0),
+        None => Row::failed("emissary", figure, "inotify never saw the child's write"),
+    }
+    .emit();
+    Row::new(
+        "emissary",
+        format!("wrapper start → exitcode visible (sh -c ': > t'), {runs} runs"),
+        pair(start50, start99),
+    )
+    .baseline(format!("bare sh p50 {}", millis(base50, 2)))
+    .emit();
 
     // Memory while the child sleeps.
     let _ = fs::remove_file(work.join("ready"));
@@ -232,20 +285,62 @@ fn main() {
         }
     }
     std::thread::sleep(Duration::from_millis(100));
-    println!(
-        "wrapper memory while the child sleeps: VmRSS {}  VmHWM {}",
+    let (rss, hwm, anon) = (
         status_field(child.id(), "VmRSS:"),
-        status_field(child.id(), "VmHWM:")
+        status_field(child.id(), "VmHWM:"),
+        status_field(child.id(), "RssAnon:"),
     );
+    println!("wrapper memory while the child sleeps: VmRSS {rss}  VmHWM {hwm}  RssAnon {anon}");
     child.wait().unwrap();
+    let figure = "wrapper RSS while the child runs";
+    match (kb_to_mib(&rss), kb_to_mib(&anon)) {
+        (Some(r), a) => Row::new(
+            "emissary",
+            figure,
+            format!(
+                "{r:.1} MiB ({} anonymous)",
+                a.map_or("?".into(), |a| format!("{a:.1} MiB"))
+            ),
+        )
+        .goal("≤ 3 MiB", r <= 3.0),
+        (None, _) => Row::failed("emissary", figure, format!("no VmRSS read ({rss})")),
+    }
+    .emit();
 
     let release = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/release/argoexec");
+    let figure = "release binary size (dynamically linked)";
     match fs::metadata(&release) {
-        Ok(m) => println!(
-            "release binary size: {:.2} MiB ({} bytes)",
-            m.len() as f64 / 1048576.0,
-            m.len()
-        ),
-        Err(_) => println!("release binary size: n/a (no target/release/argoexec)"),
+        Ok(m) => {
+            let mib = m.len() as f64 / 1048576.0;
+            println!("release binary size: {mib:.2} MiB ({} bytes)", m.len());
+            Row::new("emissary", figure, format!("{mib:.2} MiB")).emit();
+        }
+        Err(_) => {
+            println!("release binary size: n/a (no target/release/argoexec)");
+            Row::failed("emissary", figure, "no target/release/argoexec").emit();
+        }
+    }
+    let static_bin = std::env::var_os("ARGOEXEC_STATIC_BIN").map_or_else(
+        || {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(
+                "../target/static/{}-unknown-linux-gnu/release/argoexec.stripped",
+                std::env::consts::ARCH
+            ))
+        },
+        PathBuf::from,
+    );
+    let figure = "static release binary, stripped (scripts/build-static.sh)";
+    match fs::metadata(&static_bin) {
+        Ok(m) => {
+            let mb = m.len() as f64 / 1e6;
+            println!("static stripped binary size: {mb:.1} MB ({} bytes)", m.len());
+            Row::new("emissary", figure, format!("{mb:.1} MB"))
+                .goal("≤ 15 MB", mb <= 15.0)
+                .emit();
+        }
+        Err(e) => {
+            println!("static stripped binary size: n/a ({}: {e})", static_bin.display());
+            Row::failed("emissary", figure, format!("{}: {e}", static_bin.display())).emit();
+        }
     }
 }

@@ -1,21 +1,31 @@
 //! `argoexec run examples/hello-world.yaml` wall time against a bare
 //! `docker run --rm --network host busybox echo hello`, alternated, median of N (default 10).
 //!
-//! Usage: `run_bench [ARGOEXEC_BINARY] [N]` (default `target/release/argoexec`, 10). Needs the
-//! Docker Engine and the local images (`bash scripts/setup.sh`).
+//! Usage: `run_bench [ARGOEXEC_BINARY] [N]` (default `target/release/argoexec`, 10; N is the
+//! run-count knob). Needs the Docker Engine and the local images (`bash scripts/setup.sh`).
+//! Besides the human output, one `BENCH-ROW` line (bench `run`, goal ≤ 3x the bare run).
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn time(cmd: &mut Command) -> Duration {
+use argoexec_bench::{Row, docker};
+
+const FIGURE: &str =
+    "argoexec run examples/hello-world.yaml (pause + init + wait + main on Docker, cleanup included)";
+
+fn time(cmd: &mut Command) -> Result<Duration, String> {
     let t = Instant::now();
-    let st = cmd
+    let out = cmd
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .expect("spawn");
-    assert!(st.success(), "{cmd:?} failed: {st}");
-    t.elapsed()
+        .stderr(Stdio::piped())
+        .output()
+        .map_err(|e| format!("{cmd:?}: {e}"))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let last = err.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
+        return Err(format!("{cmd:?} failed ({}): {last}", out.status));
+    }
+    Ok(t.elapsed())
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -26,21 +36,17 @@ fn median(mut v: Vec<Duration>) -> Duration {
 fn main() {
     let mut args = std::env::args().skip(1);
     let bin = args.next().unwrap_or_else(|| "target/release/argoexec".into());
-    let n: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(10);
-    let docker = if std::path::Path::new("/usr/bin/docker").exists() {
-        "/usr/bin/docker"
-    } else {
-        "docker"
-    };
+    let n: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(10).max(1);
+    let figure = format!("{FIGURE}, median of {n}");
     let (mut ours, mut base) = (Vec::new(), Vec::new());
-    for _ in 0..n {
+    let measured = (0..n).try_for_each(|_| {
         ours.push(time(Command::new(&bin).args([
             "run",
             "-o",
             "json",
             "examples/hello-world.yaml",
-        ])));
-        base.push(time(Command::new(docker).args([
+        ]))?);
+        base.push(time(Command::new(docker()).args([
             "run",
             "--rm",
             "--network",
@@ -48,7 +54,13 @@ fn main() {
             "busybox",
             "echo",
             "hello",
-        ])));
+        ]))?);
+        Ok::<_, String>(())
+    });
+    if let Err(e) = measured {
+        eprintln!("run_bench: {e}");
+        Row::failed("run", figure, e).emit();
+        std::process::exit(1);
     }
     let (o, b) = (median(ours), median(base));
     println!(
@@ -59,5 +71,14 @@ fn main() {
         "docker run --rm busybox:  median {:.0} ms over {n}",
         b.as_secs_f64() * 1e3
     );
-    println!("ratio: {:.2}x (goal <= 3x)", o.as_secs_f64() / b.as_secs_f64());
+    let ratio = o.as_secs_f64() / b.as_secs_f64();
+    println!("ratio: {ratio:.2}x (goal <= 3x)");
+    Row::new("run", figure, format!("{:.0} ms", o.as_secs_f64() * 1e3))
+        .baseline(format!(
+            "docker run --rm busybox echo hello {:.0} ms",
+            b.as_secs_f64() * 1e3
+        ))
+        .ratio(format!("{ratio:.2}x the bare run"))
+        .goal("≤ 3x", ratio <= 3.0)
+        .emit();
 }

@@ -8,10 +8,14 @@
 //! files of 4 KiB, 1 run; the median is printed). Wall time and peak RSS of each command
 //! come from GNU `time -f "%e %M"`. Every download is compared byte for byte (`cmp -s`,
 //! `diff -r`) with the source. Needs `bash scripts/pyenv.sh moto` and `… awscli`.
+//! `--size-mib`, `--files` and `--runs` are the size and run-count knobs. Besides the table,
+//! one `BENCH-ROW` line per case as soon as it is measured (bench `s3`; goals: faster than
+//! the AWS CLI, and for the single file a peak RSS ≤ 128 MiB).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use argoexec_bench::{Row, secs as fmt_secs, size_label, speed_ratio};
 use argoexec_testkit::moto::Moto;
 
 const BUCKET: &str = "bench";
@@ -52,6 +56,7 @@ fn parse_args() -> Args {
             other => die(&format!("unknown flag {other}")),
         }
     }
+    a.runs = a.runs.max(1);
     a
 }
 
@@ -180,51 +185,62 @@ fn main() {
             .output();
     };
     let mut cases: Vec<Case> = Vec::new();
-    let mut run_case = |name: String, f: &mut dyn FnMut() -> ((f64, f64), (f64, f64))| {
-        let (mut o, mut w) = (Vec::new(), Vec::new());
-        for _ in 0..a.runs {
-            let (x, y) = f();
-            o.push(x);
-            w.push(y);
-        }
-        cases.push(Case {
-            name,
-            ours: median(o),
-            aws: median(w),
-        });
-    };
+    let mut run_case =
+        |name: String, rss_cap: Option<f64>, f: &mut dyn FnMut() -> ((f64, f64), (f64, f64))| {
+            let (mut o, mut w) = (Vec::new(), Vec::new());
+            for _ in 0..a.runs {
+                let (x, y) = f();
+                o.push(x);
+                w.push(y);
+            }
+            let c = Case {
+                name,
+                ours: median(o),
+                aws: median(w),
+            };
+            emit_row(&c, a.runs, rss_cap);
+            cases.push(c);
+        };
     let s3url = |k: &str| format!("s3://{BUCKET}/{k}");
     let out: PathBuf = work.path().join("out");
-    run_case(format!("upload {} MiB file", a.size_mib), &mut || {
-        rm("ours/big");
-        rm("aws/big");
-        let o = timed(ours(&["put", &loc("ours/big")], &big), "ours put");
-        let w = timed(
-            aws(&["cp", "--quiet", big.to_str().unwrap(), &s3url("aws/big")]),
-            "aws cp up",
-        );
-        (o, w)
-    });
+    run_case(
+        format!("upload a {} file", size_label(a.size_mib)),
+        Some(128.0),
+        &mut || {
+            rm("ours/big");
+            rm("aws/big");
+            let o = timed(ours(&["put", &loc("ours/big")], &big), "ours put");
+            let w = timed(
+                aws(&["cp", "--quiet", big.to_str().unwrap(), &s3url("aws/big")]),
+                "aws cp up",
+            );
+            (o, w)
+        },
+    );
     if a.upload_only {
         print_table(&cases, a.runs);
         return;
     }
-    run_case(format!("download {} MiB file", a.size_mib), &mut || {
-        let _ = std::fs::remove_file(&out);
-        let o = timed(ours(&["get", &loc("ours/big")], &out), "ours get");
-        same(&big, &out);
-        std::fs::remove_file(&out).unwrap();
-        let w = timed(
-            aws(&["cp", "--quiet", &s3url("aws/big"), out.to_str().unwrap()]),
-            "aws cp down",
-        );
-        same(&big, &out);
-        std::fs::remove_file(&out).unwrap();
-        (o, w)
-    });
+    run_case(
+        format!("download the {} file", size_label(a.size_mib)),
+        Some(128.0),
+        &mut || {
+            let _ = std::fs::remove_file(&out);
+            let o = timed(ours(&["get", &loc("ours/big")], &out), "ours get");
+            same(&big, &out);
+            std::fs::remove_file(&out).unwrap();
+            let w = timed(
+                aws(&["cp", "--quiet", &s3url("aws/big"), out.to_str().unwrap()]),
+                "aws cp down",
+            );
+            same(&big, &out);
+            std::fs::remove_file(&out).unwrap();
+            (o, w)
+        },
+    );
     rm("ours/big");
     rm("aws/big");
-    run_case(format!("upload {}-file directory", a.files), &mut || {
+    run_case(format!("upload a {}-file directory", a.files), None, &mut || {
         rm("ours/tree");
         rm("aws/tree");
         let o = timed(
@@ -237,20 +253,50 @@ fn main() {
         );
         (o, w)
     });
-    run_case(format!("download {}-file directory", a.files), &mut || {
-        let _ = std::fs::remove_dir_all(&out);
-        let o = timed(ours(&["get", &loc("ours/tree")], &out), "ours get dir");
-        same(&tree, &out);
-        std::fs::remove_dir_all(&out).unwrap();
-        let w = timed(
-            aws(&["sync", "--quiet", &s3url("aws/tree"), out.to_str().unwrap()]),
-            "aws sync down",
-        );
-        same(&tree, &out);
-        std::fs::remove_dir_all(&out).unwrap();
-        (o, w)
-    });
+    run_case(
+        format!("download the {}-file directory", a.files),
+        None,
+        &mut || {
+            let _ = std::fs::remove_dir_all(&out);
+            let o = timed(ours(&["get", &loc("ours/tree")], &out), "ours get dir");
+            same(&tree, &out);
+            std::fs::remove_dir_all(&out).unwrap();
+            let w = timed(
+                aws(&["sync", "--quiet", &s3url("aws/tree"), out.to_str().unwrap()]),
+                "aws sync down",
+            );
+            same(&tree, &out);
+            std::fs::remove_dir_all(&out).unwrap();
+            (o, w)
+        },
+    );
     print_table(&cases, a.runs);
+}
+
+/// The `BENCH-ROW` line of one case: faster than the AWS CLI (and, with `rss_cap`, a peak
+/// RSS at most that many MiB).
+fn emit_row(c: &Case, runs: usize, rss_cap: Option<f64>) {
+    let (goal, met) = match rss_cap {
+        Some(cap) => (
+            format!("faster, ≤ {cap:.0} MiB"),
+            c.ours.0 < c.aws.0 && c.ours.1 <= cap,
+        ),
+        None => ("faster".to_string(), c.ours.0 < c.aws.0),
+    };
+    let aws = if c.name.contains("directory") {
+        "aws s3 sync"
+    } else {
+        "aws s3 cp"
+    };
+    Row::new(
+        "s3",
+        format!("S3 (moto, auth on): {}, median of {runs}", c.name),
+        format!("{}, peak RSS {:.0} MiB", fmt_secs(c.ours.0), c.ours.1),
+    )
+    .baseline(format!("{aws} {}, {:.0} MiB", fmt_secs(c.aws.0), c.aws.1))
+    .ratio(speed_ratio(c.ours.0, c.aws.0))
+    .goal(goal, met)
+    .emit();
 }
 
 fn print_table(cases: &[Case], runs: usize) {
