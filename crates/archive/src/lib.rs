@@ -27,7 +27,9 @@ pub use error::ArchiveError;
 pub use extract::{extract_tar, extract_tar_gz};
 pub use pgzip::{GzipOptions, ParallelGzWriter};
 pub use safety::sanitize_entry_path;
-pub use tree_at::open_in_root;
+pub use tree_at::{
+    link_target_in_root, open_dir_in_root, open_in_root, open_path_in_root, open_read_in_root,
+};
 pub use unpack::{Strategy, unpack_input};
 pub use unpack_stream::{Unpacked, unpack_input_stream};
 pub use write::{write_tar, write_tar_gz, write_tar_gz_in_root, write_tar_gz_with};

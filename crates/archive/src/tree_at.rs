@@ -62,6 +62,67 @@ pub fn open_in_root(root: BorrowedFd<'_>, path: &Path, flags: OFlags) -> Result<
     })
 }
 
+/// Open `root` (a host directory, e.g. wait's `/mainctrfs`) as a directory handle.
+fn open_root(root: &Path) -> Result<OwnedFd, ArchiveError> {
+    rustix::fs::open(
+        root,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| match e {
+        Errno::NOENT | Errno::NOTDIR => ArchiveError::NotFound {
+            path: root.to_path_buf(),
+        },
+        e => io("open", root, e),
+    })
+}
+
+/// Open the file `path` (absolute, as the container sees it) under the host directory `root`
+/// for reading, resolving `..` and symlinks as [`open_in_root`] does (never leaving `root`),
+/// without blocking on a FIFO (`O_NONBLOCK`) or taking a terminal. The caller checks the
+/// type with `fstat` on the result.
+///
+/// # Errors
+/// [`ArchiveError::NotFound`] when a component is missing (or `root` is), `Io` otherwise.
+pub fn open_read_in_root(root: &Path, path: &Path) -> Result<fs::File, ArchiveError> {
+    let r = open_root(root)?;
+    open_in_root(
+        r.as_fd(),
+        path,
+        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY,
+    )
+    .map(fs::File::from)
+}
+
+/// Open the directory `dir` (absolute, as the container sees it) under `root`, in-root.
+///
+/// # Errors
+/// As [`open_read_in_root`].
+pub fn open_dir_in_root(root: &Path, dir: &Path) -> Result<fs::File, ArchiveError> {
+    let r = open_root(root)?;
+    open_in_root(r.as_fd(), dir, OFlags::RDONLY | OFlags::DIRECTORY).map(fs::File::from)
+}
+
+/// An `O_PATH` handle on `path` under `root`, symlinks (the last one included) resolved
+/// in-root: `/proc/self/fd/<fd>` then names what main would reach by that path.
+///
+/// # Errors
+/// As [`open_read_in_root`].
+pub fn open_path_in_root(root: &Path, path: &Path) -> Result<fs::File, ArchiveError> {
+    let r = open_root(root)?;
+    open_in_root(r.as_fd(), path, OFlags::PATH).map(fs::File::from)
+}
+
+/// The target of `path` under `root` when `path` itself is a symbolic link (its parent
+/// resolved in-root); `None` otherwise. For messages about a link that leads nowhere.
+pub fn link_target_in_root(root: &Path, path: &Path) -> Option<PathBuf> {
+    let abs = clean(path);
+    let (parent, base) = (abs.parent()?, abs.file_name()?);
+    let dir = open_dir_in_root(root, parent).ok()?;
+    let target = rustix::fs::readlinkat(dir.as_fd(), base, Vec::new()).ok()?;
+    Some(PathBuf::from(OsStr::from_bytes(target.as_bytes())))
+}
+
 /// Visit `src` inside `root` and everything below it, in [`crate::tree::walk`]'s order.
 pub(crate) fn walk_in_root(
     root: BorrowedFd<'_>,
@@ -192,6 +253,52 @@ mod tests {
         assert!(
             read("/etc/up").unwrap_err().is_not_found(),
             "the climbing link escaped the root"
+        );
+    }
+
+    #[test]
+    fn host_roots_read_in_root_without_blocking() {
+        let outer = tempfile::tempdir().unwrap();
+        let root = outer.path().join("mainctrfs");
+        fs::create_dir_all(root.join("mnt/vol")).unwrap();
+        fs::write(root.join("mnt/vol/f"), b"in volume").unwrap();
+        fs::write(outer.path().join("outside"), b"wait's own file").unwrap();
+        std::os::unix::fs::symlink("/mnt/vol/f", root.join("mnt/vol/abs")).unwrap();
+        std::os::unix::fs::symlink("../../../outside", root.join("mnt/vol/up")).unwrap();
+        let read = |p: &str| {
+            use std::io::Read;
+            let mut s = String::new();
+            open_read_in_root(&root, Path::new(p))?
+                .read_to_string(&mut s)
+                .unwrap();
+            Ok::<_, ArchiveError>(s)
+        };
+        assert_eq!(read("/mnt/vol/abs").unwrap(), "in volume");
+        assert_eq!(read("/mnt/vol/x/../f").unwrap(), "in volume");
+        assert!(read("/mnt/vol/up").unwrap_err().is_not_found());
+        assert_eq!(
+            link_target_in_root(&root, Path::new("/mnt/vol/up")),
+            Some(PathBuf::from("../../../outside"))
+        );
+        assert_eq!(link_target_in_root(&root, Path::new("/mnt/vol/f")), None);
+        let fifo = root.join("mnt/vol/fifo");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            Mode::from_raw_mode(0o644),
+            0,
+        )
+        .unwrap();
+        // Returns at once (no writer would ever come).
+        let f = open_read_in_root(&root, Path::new("/mnt/vol/fifo")).unwrap();
+        assert!(std::os::unix::fs::FileTypeExt::is_fifo(
+            &f.metadata().unwrap().file_type()
+        ));
+        assert!(
+            open_read_in_root(&outer.path().join("none"), Path::new("/f"))
+                .unwrap_err()
+                .is_not_found()
         );
     }
 }

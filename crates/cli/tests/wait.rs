@@ -56,10 +56,8 @@ fn volume_parameters_use_the_mirror_and_are_not_staged() {
     );
     let work = pod.work();
     pod.mount(&work.join("outer"));
-    let inner = pod.root().join("inner-vol");
-    std::fs::create_dir_all(&inner).unwrap();
-    // the inner volume is a different directory, mounted below the outer one
-    std::os::unix::fs::symlink(&inner, work.join("outer/inner")).unwrap();
+    // the inner volume is mounted below the outer one
+    pod.mount(&work.join("outer/inner"));
     let mirror_inner = pod
         .root()
         .join("mainctrfs")
@@ -390,4 +388,37 @@ fn rfc3339(secs: u64) -> String {
 fn rfc3339_helper() {
     assert_eq!(rfc3339(1_796_212_800), "2026-12-02T12:00:00Z");
     let _ = Path::new("/");
+}
+
+#[test]
+fn volume_symlinks_out_of_the_mirror_are_never_followed_in_wait() {
+    // The links point at files of the host, which plays the wait container's filesystem
+    // here: through the mirror they resolve among main's volumes only, so none is read.
+    let pod = Pod::new(&format!(
+        r#"{{"container": {{"image": "x", "volumeMounts": [{{"name": "v", "mountPath": "{{{{work}}}}/vol"}}]}}, {ARCHIVE},
+        "outputs": {{"parameters": [
+            {{"name": "abs", "valueFrom": {{"path": "{{{{work}}}}/vol/abs", "default": "none"}}}},
+            {{"name": "up", "valueFrom": {{"path": "{{{{work}}}}/vol/up", "default": "none"}}}},
+            {{"name": "in", "valueFrom": {{"path": "{{{{work}}}}/vol/in"}}}}],
+          "artifacts": [{{"name": "etc", "path": "{{{{work}}}}/vol/etc/passwd", "optional": true}},
+                        {{"name": "raw", "path": "{{{{work}}}}/vol/abs", "optional": true, "archive": {{"none": {{}}}}}}]}}}}"#
+    ));
+    let w = pod.work();
+    pod.mount(&w.join("vol"));
+    let climb = "../".repeat(w.components().count() + 2);
+    let (_, wait) = pod.run(&format!(
+        "cd {v} && echo real > real && ln -s {v}/real in && ln -s /etc/passwd abs && ln -s {climb}etc/passwd up && ln -s /etc etc",
+        v = w.join("vol").display()
+    ));
+    assert_success(&wait);
+    let r = pod.report();
+    assert_eq!(param(&r, "abs").as_deref(), Some("none"));
+    assert_eq!(param(&r, "up").as_deref(), Some("none"));
+    // An absolute link to main's own volume path resolves inside the mirror.
+    assert_eq!(param(&r, "in").as_deref(), Some("real"));
+    let repo = pod.root().join("repo/wf/pod-1");
+    assert!(
+        !repo.join("etc.tgz").exists() && !repo.join("abs").exists(),
+        "a host file was uploaded"
+    );
 }

@@ -10,16 +10,19 @@
 //! - [`protocol`]: the emissary file protocol shared by the wrapper and the wait side;
 //! - [`executor_kind`]: the five backend names;
 //! - [`exit`]: exit-code rules;
-//! - [`names`]: container names checked before they become paths.
+//! - [`names`]: container names checked before they become paths;
+//! - [`param_file`]: which files may become output parameter values, read bounded.
 //!
 //! It performs no network I/O and starts no async runtime; the only file access is the small,
-//! synchronous template loading in [`env`].
+//! synchronous template loading in [`env`] and the bounded parameter-file reads of
+//! [`param_file`].
 
 pub mod annotations;
 pub mod env;
 pub mod executor_kind;
 pub mod exit;
 pub mod names;
+pub mod param_file;
 pub mod paths;
 pub mod protocol;
 pub mod template;

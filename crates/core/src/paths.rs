@@ -94,16 +94,26 @@ impl PodPaths {
         self.ctr_dir(container).join(crate::protocol::COMBINED)
     }
 
-    /// `/var/run/argo/outputs/parameters/<abs path>`: base-layer parameter copies.
+    /// `/var/run/argo/outputs/parameters/<abs path>`: base-layer parameter copies. The path is
+    /// [`clean`]ed first, as Go's `filepath.Join` does in Argo (`/tmp/../etc/x` → `etc/x`).
     pub fn staged_parameter(&self, path: &Path) -> PathBuf {
         self.var_run_argo()
             .join("outputs/parameters")
-            .join(relative(path))
+            .join(relative(&clean(path)))
+    }
+
+    /// `/var/run/argo/outputs/parameter-errors/<abs path>`: written by the emissary wrapper
+    /// instead of the copy when main's file cannot be a parameter value (a directory, a FIFO,
+    /// larger than the limit); it holds the reason, which the wait side reports.
+    pub fn staged_parameter_error(&self, path: &Path) -> PathBuf {
+        self.var_run_argo()
+            .join("outputs/parameter-errors")
+            .join(relative(&clean(path)))
     }
 
     /// `/var/run/argo/outputs/artifacts/<abs path without trailing slash>.tgz`.
     pub fn staged_artifact(&self, path: &Path) -> PathBuf {
-        let rel = relative(path);
+        let rel = relative(&clean(path));
         let mut s = self
             .var_run_argo()
             .join("outputs/artifacts")
@@ -118,9 +128,16 @@ impl PodPaths {
         self.var_run_argo().join("progress")
     }
 
-    /// `/mainctrfs<path>`: the wait/init mirror of a main container volume path.
+    /// `/mainctrfs`: the root under which wait and init see main's volumes.
+    pub fn mainctrfs_root(&self) -> PathBuf {
+        self.rooted("/mainctrfs")
+    }
+
+    /// `/mainctrfs<path>`: the wait/init mirror of a main container volume path, [`clean`]ed
+    /// first so `..` resolves as it does in main (`/mnt/v/sub/../x` → `/mainctrfs/mnt/v/x`).
+    /// Symlinks are not resolved here: read through [`Self::mainctrfs_root`] in-root instead.
     pub fn mainctrfs(&self, path: &Path) -> PathBuf {
-        self.rooted("/mainctrfs").join(relative(path))
+        self.mainctrfs_root().join(relative(&clean(path)))
     }
 
     /// `/argo/inputs/artifacts`: the input-artifacts emptyDir in init.
@@ -224,6 +241,27 @@ mod tests {
             Path::new("/mainctrfs/mnt/vol/a")
         );
         assert_eq!(p.termination_log(), Path::new("/dev/termination-log"));
+    }
+
+    #[test]
+    fn dot_dot_resolves_like_main_would() {
+        let p = PodPaths::default();
+        assert_eq!(
+            p.staged_parameter(Path::new("/tmp/../etc/hostname")),
+            Path::new("/var/run/argo/outputs/parameters/etc/hostname")
+        );
+        assert_eq!(
+            p.staged_artifact(Path::new("/tmp/../../out/")),
+            Path::new("/var/run/argo/outputs/artifacts/out.tgz")
+        );
+        assert_eq!(
+            p.mainctrfs(Path::new("/mnt/v/sub/../x")),
+            Path::new("/mainctrfs/mnt/v/x")
+        );
+        assert_eq!(
+            p.staged_parameter_error(Path::new("/tmp/p")),
+            Path::new("/var/run/argo/outputs/parameter-errors/tmp/p")
+        );
     }
 
     #[test]

@@ -54,6 +54,10 @@ pub enum ErrorKind {
     Denied,
     /// The operation was cancelled.
     Cancelled,
+    /// The file exists but cannot be used as asked: an output parameter that is a directory,
+    /// a FIFO, a socket or device, or larger than the limit
+    /// ([`argoexec_core::param_file`]). A parameter's default does not hide this.
+    Invalid,
     /// Anything else.
     Fatal,
 }
@@ -130,10 +134,13 @@ pub trait RuntimeExecutor: Send + Sync {
     /// What this backend can do.
     fn capabilities(&self) -> Capabilities;
 
-    /// The full contents of a regular file on the named container's base layer.
+    /// The full contents of a regular file on the named container's base layer (an output
+    /// parameter), at most [`argoexec_core::param_file::MAX_PARAMETER_BYTES`]; reading never
+    /// blocks on a FIFO.
     ///
     /// # Errors
-    /// `NotFound` when missing, `Unsupported` when the backend cannot read base layers.
+    /// `NotFound` when missing, `Unsupported` when the backend cannot read base layers,
+    /// `Invalid` when the path is not a regular file or is larger than the limit.
     fn get_file_contents(
         &self,
         container: &str,

@@ -8,8 +8,13 @@
 //!
 //! Only paths on the base layer count ([`Template::is_base_layer_path`]: not under a volume
 //! mount, not an input artifact's path); the wait container reads the others through its
-//! `/mainctrfs` mounts. A missing path is only logged (the output may be optional); any
-//! other failure fails the wrapper (exit 64), as in Argo. Directories are created with mode
+//! `/mainctrfs` mounts. A missing path is only logged (the output may be optional). A
+//! parameter file that cannot be a value (a directory, a FIFO, a socket or device, more than
+//! 1 MiB: [`argoexec_core::param_file`]) is not copied: the reason goes to
+//! `outputs/parameter-errors/<P>` for the wait side to report against the parameter, and the
+//! container keeps its own exit code (Argo failed the wrapper with 64 for a directory and
+//! blocked forever on a FIFO). Any other failure fails the wrapper (exit 64), as in Argo.
+//! Directories are created with mode
 //! 0777 and files with 0666 so a wait container with another UID can read and remove them.
 //! Each file is written to a temporary sibling and renamed into place, so the wait side
 //! never sees a half-written copy or archive.
@@ -35,7 +40,11 @@ pub fn stage_outputs(paths: &PodPaths, template: &Template) -> Result<(), Superv
             tracing::debug!(path = %src.display(), "parameter is on a volume, not staged");
             continue;
         }
-        stage_parameter(src, &paths.staged_parameter(src))?;
+        stage_parameter(
+            src,
+            &paths.staged_parameter(src),
+            &paths.staged_parameter_error(src),
+        )?;
     }
     for a in &template.outputs.artifacts {
         let Some(src) = a.path.as_deref() else { continue };
@@ -66,14 +75,24 @@ fn missing(src: &Path, what: &str) -> bool {
     }
 }
 
-/// Copy one parameter file.
-fn stage_parameter(src: &Path, dst: &Path) -> Result<(), SupervisorError> {
+/// Copy one parameter file, or record why it cannot be a value (see the module docs).
+fn stage_parameter(src: &Path, dst: &Path, err_dst: &Path) -> Result<(), SupervisorError> {
+    use argoexec_core::param_file::{self, ParamFileError};
     if missing(src, "parameter file") {
         return Ok(());
     }
     tracing::debug!(src = %src.display(), dst = %dst.display(), "saving parameter");
-    let mut input = File::open(src).map_err(|e| stage_err(src, e))?;
-    write_via_temp(dst, |out| io::copy(&mut input, out).map(drop)).map_err(|e| stage_err(src, e))
+    // Non-blocking: a FIFO must not hang main's exit.
+    let input = param_file::open_nonblocking(src).map_err(|e| stage_err(src, e))?;
+    match param_file::read_bounded(src, input) {
+        Ok(bytes) => write_via_temp(dst, |out| out.write_all(&bytes)).map_err(|e| stage_err(src, e)),
+        Err(e @ (ParamFileError::NotRegular { .. } | ParamFileError::TooLarge { .. })) => {
+            tracing::warn!(path = %src.display(), reason = %e, "output parameter file not saved");
+            let reason = e.to_string();
+            write_via_temp(err_dst, |out| out.write_all(reason.as_bytes())).map_err(|e| stage_err(src, e))
+        }
+        Err(e) => Err(stage_err(src, e)),
+    }
 }
 
 /// Archive one artifact path.
@@ -139,7 +158,7 @@ mod tests {
         fs::create_dir_all(src.parent().unwrap()).unwrap();
         fs::write(&src, "value").unwrap();
         let dst = d.join("out/a/b/p.txt");
-        stage_parameter(&src, &dst).unwrap();
+        stage_parameter(&src, &dst, &d.join("err/p.txt")).unwrap();
         assert_eq!(fs::read_to_string(&dst).unwrap(), "value");
         assert_eq!(fs::metadata(&dst).unwrap().permissions().mode() & 0o777, 0o666);
         assert_eq!(
@@ -147,14 +166,30 @@ mod tests {
             1,
             "no temp file left"
         );
-        stage_parameter(&d.join("nope"), &d.join("out/nope")).unwrap();
-        assert!(!d.join("out/nope").exists());
-        let e = stage_parameter(&d.join("in"), &d.join("out/dir")).unwrap_err();
-        assert!(e.to_string().contains("failed to save output"), "{e}");
+        stage_parameter(&d.join("nope"), &d.join("out/nope"), &d.join("err/nope")).unwrap();
+        assert!(!d.join("out/nope").exists() && !d.join("err/nope").exists());
+        // A directory is not copied; the reason is left for the wait side.
+        stage_parameter(&d.join("in"), &d.join("out/dir"), &d.join("err/dir")).unwrap();
+        assert!(!d.join("out/dir").exists());
+        let why = fs::read_to_string(d.join("err/dir")).unwrap();
+        assert!(why.contains("is a directory, not a regular file"), "{why}");
+        // A FIFO with no writer: without O_NONBLOCK this open would never return.
+        let fifo = d.join("in/fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o644)).unwrap();
+        stage_parameter(&fifo, &d.join("out/fifo"), &d.join("err/fifo")).unwrap();
+        assert!(fs::read_to_string(d.join("err/fifo")).unwrap().contains("FIFO"));
+        let big = d.join("in/big");
+        File::create(&big).unwrap().set_len(10 << 20).unwrap();
+        stage_parameter(&big, &d.join("out/big"), &d.join("err/big")).unwrap();
+        assert!(
+            fs::read_to_string(d.join("err/big"))
+                .unwrap()
+                .contains("10485760 bytes")
+        );
         assert_eq!(
             fs::read_dir(d.join("out")).unwrap().count(),
             1,
-            "failed copy leaves nothing"
+            "nothing but the good copy, and no temp file"
         );
         fs::remove_dir_all(&d).unwrap();
     }

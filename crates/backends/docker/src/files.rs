@@ -2,8 +2,12 @@
 //! the container exited) through the archive endpoint (`GET /containers/{id}/archive`).
 //!
 //! The daemon answers with a tar of the path; for a regular file that is a single entry whose
-//! bytes are the result. A directory is an error that says so; a symbolic link is followed
-//! (relative to the link's directory, a few hops at most) the way `cat` would.
+//! bytes are the result. A directory, FIFO, socket or device is an `Invalid` error naming what
+//! it is (the daemon archives a FIFO as a header, never opening it); a symbolic link is
+//! followed (relative to the link's directory, a few hops at most) the way `cat` would,
+//! inside the container's filesystem. The download is bounded: at most the parameter limit
+//! plus [`HEADER_SLACK`] bytes are read, and a file whose header says it is larger than
+//! [`argoexec_core::param_file::MAX_PARAMETER_BYTES`] is refused without reading its data.
 
 use std::io::Read;
 use std::path::{Component, Path, PathBuf};
@@ -21,6 +25,9 @@ const ACTION: &str = "read file from";
 
 /// How many symbolic links are followed before giving up.
 const MAX_LINK_HOPS: usize = 8;
+
+/// Room for the tar headers (PAX records of a long name included) before the file's data.
+const HEADER_SLACK: usize = 1024 * 1024;
 
 /// What the first entry of a downloaded archive is.
 enum FirstEntry {
@@ -68,6 +75,9 @@ fn resolve_link(link: &Path, target: &Path) -> PathBuf {
 fn first_entry(tar_bytes: &[u8], container: &str, path: &Path) -> Result<FirstEntry, RuntimeError> {
     let bad =
         |what: &str, e: std::io::Error| io_err(ACTION, container, &format!("{what} {}", path.display()), e);
+    let invalid = |e: argoexec_core::param_file::ParamFileError| {
+        error(ErrorKind::Invalid, ACTION, container, e.to_string())
+    };
     let mut archive = tar::Archive::new(tar_bytes);
     let mut entries = archive.entries().map_err(|e| bad("reading the archive of", e))?;
     let Some(entry) = entries.next() else {
@@ -81,6 +91,8 @@ fn first_entry(tar_bytes: &[u8], container: &str, path: &Path) -> Result<FirstEn
     let mut entry = entry.map_err(|e| bad("reading the archive of", e))?;
     let kind = entry.header().entry_type();
     if kind.is_file() {
+        // The header's size decides before any data is read (the download stopped early).
+        argoexec_core::param_file::check_size(path, entry.size()).map_err(invalid)?;
         let mut buf = Vec::with_capacity(usize::try_from(entry.size()).unwrap_or(0));
         entry
             .read_to_end(&mut buf)
@@ -95,20 +107,17 @@ fn first_entry(tar_bytes: &[u8], container: &str, path: &Path) -> Result<FirstEn
             .unwrap_or_default();
         return Ok(FirstEntry::Link(resolve_link(path, &target)));
     }
-    let what = if kind.is_dir() {
-        "is a directory, not a file (use an artifact to collect directories)".to_string()
-    } else {
-        format!(
-            "is not a regular file (tar entry type {:?})",
-            kind.as_byte() as char
-        )
+    let what = match kind {
+        tar::EntryType::Directory => "a directory",
+        tar::EntryType::Fifo => "a FIFO (named pipe)",
+        tar::EntryType::Char => "a character device",
+        tar::EntryType::Block => "a block device",
+        _ => "not a regular file",
     };
-    Err(error(
-        ErrorKind::Fatal,
-        ACTION,
-        container,
-        format!("{} {what}", path.display()),
-    ))
+    Err(invalid(argoexec_core::param_file::ParamFileError::NotRegular {
+        path: path.to_path_buf(),
+        kind: what,
+    }))
 }
 
 impl DockerExecutor {
@@ -125,13 +134,20 @@ impl DockerExecutor {
         )
     }
 
-    async fn download_all(&self, id: &str, container: &str, path: &Path) -> Result<Vec<u8>, RuntimeError> {
+    /// The start of the archive of `path`: all of it, or the first `limit` + [`HEADER_SLACK`]
+    /// bytes (enough for the header of a file above the limit; the rest is never fetched).
+    async fn download_head(&self, id: &str, container: &str, path: &Path) -> Result<Vec<u8>, RuntimeError> {
+        let cap = usize::try_from(argoexec_core::param_file::MAX_PARAMETER_BYTES).unwrap_or(usize::MAX)
+            + HEADER_SLACK;
         let mut body = self.archive_body(id, path_str(ACTION, container, path)?);
         let mut out = Vec::new();
         while let Some(chunk) = body.next().await {
             let chunk = chunk
                 .map_err(|e| self.not_found_hint(e.into_runtime(&self.socket, ACTION, container), path))?;
             out.extend_from_slice(&chunk);
+            if out.len() >= cap {
+                break;
+            }
         }
         Ok(out)
     }
@@ -153,7 +169,7 @@ impl DockerExecutor {
         let id = self.require_id(ACTION, container).await?;
         let mut current = path.to_path_buf();
         for _ in 0..=MAX_LINK_HOPS {
-            let tar_bytes = self.download_all(&id, container, &current).await?;
+            let tar_bytes = self.download_head(&id, container, &current).await?;
             match first_entry(&tar_bytes, container, &current)? {
                 FirstEntry::File(bytes) => {
                     tracing::debug!(container, path = %path.display(), bytes = bytes.len(), "read file");
@@ -214,5 +230,33 @@ mod tests {
             .err()
             .map(|e| e.message);
         assert!(e.is_some_and(|m| m.contains("is a directory")));
+    }
+
+    #[test]
+    fn fifo_and_oversized_files_are_invalid_from_the_header_alone() {
+        let header = |kind: tar::EntryType, size: u64| {
+            let mut h = tar::Header::new_gnu();
+            h.set_entry_type(kind);
+            h.set_size(size);
+            h.set_mode(0o644);
+            h.set_path("p").unwrap();
+            h.set_cksum();
+            h.as_bytes().to_vec()
+        };
+        // Only the 512-byte header of a 10 MiB file: its data was never downloaded.
+        let e = first_entry(
+            &header(tar::EntryType::Regular, 10 << 20),
+            "main",
+            Path::new("/tmp/p"),
+        )
+        .err()
+        .unwrap();
+        assert_eq!(e.kind, ErrorKind::Invalid);
+        assert!(e.message.contains("/tmp/p is 10485760 bytes"), "{}", e.message);
+        let e = first_entry(&header(tar::EntryType::Fifo, 0), "main", Path::new("/tmp/f"))
+            .err()
+            .unwrap();
+        assert_eq!(e.kind, ErrorKind::Invalid);
+        assert!(e.message.contains("/tmp/f is a FIFO"), "{}", e.message);
     }
 }

@@ -6,7 +6,7 @@
 //!
 //! | seam method | file operation |
 //! |---|---|
-//! | get file contents | read `outputs/parameters/<path>` (staged by the wrapper of `main`) |
+//! | get file contents | read `outputs/parameters/<path>` (staged by the wrapper of `main`), or report `outputs/parameter-errors/<path>` (why the wrapper could not stage it) |
 //! | copy file | copy `outputs/artifacts/<path>.tgz` (the level is ignored: already compressed) |
 //! | output stream | open `ctr/<name>/stdout` or `ctr/<name>/combined` |
 //! | wait | `ctr/<name>/exitcode` for every name, noticed through inotify ([`watch`]) |
@@ -97,10 +97,36 @@ impl RuntimeExecutor for EmissaryExecutor {
     }
 
     async fn get_file_contents(&self, container: &str, path: &Path) -> Result<Vec<u8>, RuntimeError> {
+        const ACTION: &str = "read staged parameter of";
         let staged = self.paths.staged_parameter(path);
-        tokio::fs::read(&staged)
-            .await
-            .map_err(|e| Self::io_error("read staged parameter of", container, &staged, e))
+        let refused = self.paths.staged_parameter_error(path);
+        let (c, p) = (container.to_string(), path.to_path_buf());
+        tokio::task::spawn_blocking(move || {
+            // The wrapper left the reason instead of a copy (a directory, a FIFO, too large).
+            if let Ok(why) = std::fs::read_to_string(&refused) {
+                return Err(RuntimeError::new(ErrorKind::Invalid, KIND, ACTION, c, why));
+            }
+            // Bounded and non-blocking here too: the staging area is writable by main.
+            argoexec_core::param_file::read_path(&staged).map_err(|e| match e {
+                argoexec_core::param_file::ParamFileError::Io { source, .. } => {
+                    Self::io_error(ACTION, &c, &staged, source)
+                }
+                e => {
+                    let why = e
+                        .to_string()
+                        .replace(&staged.display().to_string(), &p.display().to_string());
+                    RuntimeError::new(
+                        ErrorKind::Invalid,
+                        KIND,
+                        ACTION,
+                        c,
+                        format!("{why} (its staged copy)"),
+                    )
+                }
+            })
+        })
+        .await
+        .map_err(|e| RuntimeError::new(ErrorKind::Fatal, KIND, ACTION, container, e.to_string()))?
     }
 
     async fn copy_file(

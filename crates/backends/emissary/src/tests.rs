@@ -71,6 +71,42 @@ async fn staged_outputs_and_not_found() {
 }
 
 #[tokio::test]
+async fn refused_and_planted_parameters_are_invalid_never_blocking() {
+    let (_d, paths, ex) = setup();
+    // The wrapper could not stage /tmp/d: its reason is reported, with kind Invalid.
+    let p = Path::new("/tmp/d");
+    let marker = paths.staged_parameter_error(p);
+    std::fs::create_dir_all(marker.parent().unwrap()).unwrap();
+    std::fs::write(&marker, "/tmp/d is a directory, not a regular file").unwrap();
+    let e = ex.get_file_contents("main", p).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Invalid);
+    assert!(e.message.contains("/tmp/d is a directory"), "{e}");
+    // A FIFO planted where a staged copy belongs (the staging area is writable by main): an
+    // error at once, not a wait that blocks forever.
+    let q = Path::new("/tmp/q");
+    let staged = paths.staged_parameter(q);
+    std::fs::create_dir_all(staged.parent().unwrap()).unwrap();
+    let st = std::process::Command::new("mkfifo")
+        .arg(&staged)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let e = tokio::time::timeout(Duration::from_secs(5), ex.get_file_contents("main", q))
+        .await
+        .expect("reading a FIFO must not block")
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Invalid);
+    assert!(e.message.contains("/tmp/q is a FIFO"), "{e}");
+    let big = Path::new("/tmp/big");
+    std::fs::File::create(paths.staged_parameter(big))
+        .unwrap()
+        .set_len(2 << 20)
+        .unwrap();
+    let e = ex.get_file_contents("main", big).await.unwrap_err();
+    assert!(e.message.contains("2097152 bytes"), "{e}");
+}
+
+#[tokio::test]
 async fn kill_escalates_to_sigkill() {
     let (_d, paths, ex) = setup();
     protocol::create_shared_dir(&paths.ctr_dir("side")).unwrap();

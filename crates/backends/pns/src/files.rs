@@ -3,7 +3,6 @@
 //! state, so reads of several containers can run at once on the multi-threaded runtime, and
 //! a symlink inside the container (`/tmp/x -> /etc/shadow`) resolves inside the container.
 
-use std::io::Read;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
 use std::sync::Arc;
@@ -12,26 +11,25 @@ use argoexec_archive::{ArchiveError, GzipOptions, open_in_root, write_tar_gz_in_
 use argoexec_runtime::ErrorKind;
 use rustix::fs::OFlags;
 
-/// Read the whole regular file `path` inside `root`.
+/// Read the regular file `path` inside `root`, at most
+/// [`argoexec_core::param_file::MAX_PARAMETER_BYTES`]. Opened `O_NONBLOCK` (a FIFO never
+/// blocks) and checked with `fstat` before any read.
 ///
 /// # Errors
-/// `NotFound` when missing, `Fatal` for anything else (a directory, an I/O error).
+/// `NotFound` when missing, `Invalid` for a directory, FIFO, socket, device or a file above
+/// the limit, `Fatal` for an I/O error.
 pub fn read(root: Arc<OwnedFd>, path: &Path) -> Result<Vec<u8>, (ErrorKind, String)> {
-    let fd = open_in_root(root.as_fd(), path, OFlags::RDONLY | OFlags::NONBLOCK).map_err(archive)?;
-    let mut f = std::fs::File::from(fd);
-    let meta = f
-        .metadata()
-        .map_err(|e| (ErrorKind::Fatal, format!("stat {}: {e}", path.display())))?;
-    if !meta.is_file() {
-        return Err((
-            ErrorKind::Fatal,
-            format!("{} is not a regular file", path.display()),
-        ));
-    }
-    let mut buf = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-    f.read_to_end(&mut buf)
-        .map_err(|e| (ErrorKind::Fatal, format!("read {}: {e}", path.display())))?;
-    Ok(buf)
+    use argoexec_core::param_file::{ParamFileError, read_bounded};
+    let fd = open_in_root(
+        root.as_fd(),
+        path,
+        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY,
+    )
+    .map_err(archive)?;
+    read_bounded(path, std::fs::File::from(fd)).map_err(|e| match e {
+        ParamFileError::Io { .. } => (ErrorKind::Fatal, e.to_string()),
+        e => (ErrorKind::Invalid, e.to_string()),
+    })
 }
 
 /// Write a tar.gz of `src` inside `root` to the host file `dest`.

@@ -1,8 +1,9 @@
 //! A pod simulated with real processes: `argoexec init`, `argoexec emissary` (as main and
 //! sidecars) and `argoexec wait` run as separate processes sharing a re-rooted
 //! `/var/run/argo` (`ARGOEXEC_PATH_ROOT`), the way the containers of a pod share emptyDirs.
-//! Volume mounts are simulated by making `/mainctrfs/<mountPath>` a symlink to the directory
-//! the main container uses.
+//! Volume mounts are simulated the other way round from a pod's bind mounts: the volume is the
+//! real directory `/mainctrfs/<mountPath>` that wait reads (in-root, so it must not be a
+//! symlink out of `/mainctrfs`), and the main container's `<mountPath>` is a symlink to it.
 
 #![allow(dead_code)]
 
@@ -57,15 +58,19 @@ impl Pod {
         self
     }
 
-    /// Mirror a main volume mount into `/mainctrfs`, creating the volume dir.
+    /// Create a main volume mount: the volume directory in `/mainctrfs`, and main's mount
+    /// path linked to it (a volume nested in another one already is, through the outer link).
     pub fn mount(&self, mount_path: &Path) {
-        std::fs::create_dir_all(mount_path).unwrap();
         let mirror = self
             .root()
             .join("mainctrfs")
             .join(mount_path.strip_prefix("/").unwrap());
-        std::fs::create_dir_all(mirror.parent().unwrap()).unwrap();
-        std::os::unix::fs::symlink(mount_path, mirror).unwrap();
+        std::fs::create_dir_all(&mirror).unwrap();
+        if mount_path.canonicalize().ok() == mirror.canonicalize().ok() {
+            return;
+        }
+        std::fs::create_dir_all(mount_path.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(&mirror, mount_path).unwrap();
     }
 
     fn command(&self, args: &[&str]) -> Command {

@@ -7,6 +7,10 @@
 //! - Base-layer path: the seam's `copy_file` produces a tar.gz; for `none`/`zip` it is
 //!   unpacked in the staging dir (a single file keeps its basename, for mime detection) and,
 //!   for `zip`, re-zipped.
+//! - Volume paths are resolved in-root under `/mainctrfs` ([`mirrored_source`]): `..` and
+//!   symlinks on the way resolve among main's volumes, never in the wait container's own
+//!   filesystem. A symlink as the artifact itself is archived as a link (Argo's layout); with
+//!   `archive: none` its target is uploaded, found in-root the same way.
 //! - A missing optional artifact is skipped with a warning; a missing required one fails.
 //! - The location is the artifact's own, else `<archiveLocation key>/<file name>`.
 
@@ -62,6 +66,8 @@ async fn save_one<R: RuntimeExecutor>(
         .await
         .map_err(|e| Skip::Failed(FlowError::io("create", &staging, e)))?;
     let kind = art.archive_kind();
+    // Keeps the in-root handle of a volume source open until the upload is done.
+    let mut held: Option<MirroredSource> = None;
     let staged = if ctx.template.is_base_layer_path(path) {
         let tgz = staging.join(format!("{}.tgz", art.name));
         runtime
@@ -85,29 +91,39 @@ async fn save_one<R: RuntimeExecutor>(
             }
         }
     } else {
-        let src = ctx.paths.mainctrfs(path);
-        if tokio::fs::symlink_metadata(&src).await.is_err() {
-            return Err(Skip::Missing(format!("{} does not exist", path.display())));
-        }
+        let root = ctx.paths.mainctrfs_root();
+        let p = path.to_path_buf();
+        let source = blocking(move || Ok(mirrored_source(&root, &p, kind == ArchiveKind::None)))
+            .await
+            .map_err(Skip::Failed)?
+            .map_err(Skip::Missing)?;
         if let ArchiveKind::TarGz(l) = kind {
-            return stream_tar_gz(ctx, art, src, l).await.map_err(Skip::Failed);
+            return stream_tar_gz(ctx, art, source, l).await.map_err(Skip::Failed);
         }
         let name = art.name.clone();
         let st = staging.clone();
-        blocking(move || archive_volume_path(&src, &st, &name, kind))
+        let src = source.path.clone();
+        let staged = blocking(move || archive_volume_path(&src, &st, &name, kind))
             .await
-            .map_err(Skip::Failed)?
+            .map_err(Skip::Failed)?;
+        held = Some(source);
+        staged
     };
-    let file_name = staged
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    // `none` uploads under the path's own name (the source may be a /proc/self/fd handle).
+    let file_name = match (&held, kind) {
+        (Some(src), ArchiveKind::None) => src.name.clone(),
+        _ => staged
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+    };
     let location = destination(ctx, art, &file_name).map_err(fail)?;
     let driver = AnyDriver::for_location(&location, &ctx.artifacts).map_err(|e| fail(e.to_string()))?;
     driver
         .save(&staged)
         .await
         .map_err(|e| fail(format!("upload: {e}")))?;
+    drop(held);
     tracing::info!(artifact = %art.name, file = %file_name, "saved output artifact");
     let mut reported = art.clone();
     reported.location = location;
@@ -119,7 +135,7 @@ async fn save_one<R: RuntimeExecutor>(
 async fn stream_tar_gz(
     ctx: &StepContext,
     art: &Artifact,
-    src: PathBuf,
+    source: MirroredSource,
     level: Option<i32>,
 ) -> Result<Artifact, FlowError> {
     let fail = |message: String| FlowError::OutputArtifact {
@@ -135,11 +151,12 @@ async fn stream_tar_gz(
     let location = destination(ctx, art, &file_name).map_err(fail)?;
     let driver = AnyDriver::for_location(&location, &ctx.artifacts).map_err(|e| fail(e.to_string()))?;
     let (body, producer) = argoexec_artifacts::pipe::produce(4, move |writer| {
+        let src = &source.path;
         if zstd {
             let threads = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
-            argoexec_archive::write_tar_zst(&src, writer, level.filter(|l| *l > 0), threads)
+            argoexec_archive::write_tar_zst(src, writer, level.filter(|l| *l > 0), threads)
         } else {
-            argoexec_archive::write_tar_gz(&src, writer, level.map(|l| argoexec_archive::gzip_level(Some(l))))
+            argoexec_archive::write_tar_gz(src, writer, level.map(|l| argoexec_archive::gzip_level(Some(l))))
         }
     });
     let sent = driver.save_stream(body).await;
@@ -151,6 +168,58 @@ async fn stream_tar_gz(
     let mut reported = art.clone();
     reported.location = location;
     Ok(reported)
+}
+
+/// A volume path made safe to hand to path-based writers: `/proc/self/fd/<dir>/<name>`, where
+/// `<dir>` is the path's parent opened in-root under `/mainctrfs` (or, for `follow`, the
+/// whole path opened in-root, its last symlink followed among main's volumes too).
+struct MirroredSource {
+    /// What the writers open.
+    path: PathBuf,
+    /// The path's own file name (the upload's name for `archive: none`).
+    name: String,
+    /// The handle `path` goes through; must stay open while `path` is used.
+    _handle: std::fs::File,
+}
+
+/// Resolve a volume path for archiving; `Err` is the reason it is missing.
+fn mirrored_source(root: &Path, path: &Path, follow: bool) -> Result<MirroredSource, String> {
+    use std::os::fd::AsRawFd;
+    let clean = argoexec_core::paths::clean(path);
+    let (Some(parent), Some(base)) = (clean.parent(), clean.file_name()) else {
+        return Err(format!("{} is not a file or directory path", path.display()));
+    };
+    let name = base.to_string_lossy().into_owned();
+    let missing = |e: argoexec_archive::ArchiveError| {
+        let why = match argoexec_archive::link_target_in_root(root, &clean) {
+            Some(t) => format!(
+                "is a symbolic link to {}, which is not on a volume of the main container (wait resolves links                  among main's volumes only)",
+                t.display()
+            ),
+            None if e.is_not_found() => "does not exist".to_string(),
+            None => e.to_string(),
+        };
+        format!("{} {why}", path.display())
+    };
+    let link = argoexec_archive::link_target_in_root(root, &clean).is_some();
+    if follow && link {
+        let h = argoexec_archive::open_path_in_root(root, &clean).map_err(missing)?;
+        return Ok(MirroredSource {
+            path: PathBuf::from(format!("/proc/self/fd/{}", h.as_raw_fd())),
+            name,
+            _handle: h,
+        });
+    }
+    let dir = argoexec_archive::open_dir_in_root(root, parent).map_err(missing)?;
+    let src = PathBuf::from(format!("/proc/self/fd/{}", dir.as_raw_fd())).join(base);
+    if std::fs::symlink_metadata(&src).is_err() {
+        return Err(format!("{} does not exist", path.display()));
+    }
+    Ok(MirroredSource {
+        path: src,
+        name,
+        _handle: dir,
+    })
 }
 
 fn level(kind: ArchiveKind) -> Option<u32> {
