@@ -3,7 +3,8 @@
 //! service-account tokens — no docker.sock, host path or privilege in the pod.
 //!
 //! Covered here: the volume examples, base-layer outputs rejected by validation, killing a
-//! sidecar without a shell, a sidecar that cannot be signalled (a clear error), the least
+//! sidecar without a shell, a sidecar that cannot be signalled (a clear error), the
+//! `kill-cmd-<container>` annotation (with and without `%d`, malformed), the least
 //! RBAC per backend (and each rule's removal failing with a clear message), the three
 //! kubelet certificate setups plus a wrong CA and `kubeletInsecure`, exec through the API
 //! server, a token rotated mid-wait, and the requests each step makes. The §7.3 checklist
@@ -410,5 +411,48 @@ fn token_rotated_mid_wait_still_succeeds() {
             // Polls after the first token expired were accepted: the token was re-read.
             assert!(requests(&r, "kubelet", "get", "/pods") > 3, "{}", r.dump());
         }
+    }
+}
+
+#[test]
+fn kill_cmd_annotation_replaces_the_kill_command() {
+    // Each sidecar's PID 1 is a shell that exits 0 on SIGUSR1 but 3 on SIGTERM (which would
+    // fail the node): only the annotations' commands make them end cleanly. side-a's command
+    // has no %d and runs as is; side-b's computes SIGUSR1 (10) from the substituted 15.
+    let side = "[sh, -c], args: [\"trap 'exit 0' USR1; trap 'exit 3' TERM; while true; do sleep 0.2; done\"]";
+    let y = wf(
+        "killcmd",
+        &format!(
+            "metadata:\n  annotations:\n    workflows.argoproj.io/kill-cmd-side-a: '[\"/bin/sh\", \"-c\", \"kill -USR1 1\"]'\n    workflows.argoproj.io/kill-cmd-side-b: '[\"/bin/sh\", \"-c\", \"kill -$((%d - 5)) 1\"]'\nsidecars:\n  - {{name: side-a, image: busybox, command: {side}}}\n  - {{name: side-b, image: busybox, command: {side}}}\ncontainer: {{image: busybox, command: [sh, -c], args: ['echo done']}}"
+        ),
+    );
+    let malformed = wf(
+        "killcmd-bad",
+        &format!(
+            "metadata:\n  annotations:\n    workflows.argoproj.io/kill-cmd-side-a: 'kill -USR1 1'\nsidecars:\n  - {{name: side-a, image: busybox, command: {side}}}\ncontainer: {{image: busybox, command: [sh, -c], args: ['echo done']}}"
+        ),
+    );
+    if !docker_available() {
+        return;
+    }
+    for ex in only(&KUBE_EXECUTORS) {
+        let r = run_yaml(&y, ex, &[]);
+        assert_eq!(r.phase(), "Succeeded", "{ex}: {}", r.dump());
+        assert_eq!(
+            (r.exit_of("side-a"), r.exit_of("side-b")),
+            (Some(0), Some(0)),
+            "{ex}: {}",
+            r.dump()
+        );
+        assert_eq!(r.result(), Some("done"), "{ex}: {}", r.dump());
+        let r = run_yaml(&malformed, ex, &[]);
+        assert_eq!(r.phase(), "Error", "{ex}: {}", r.dump());
+        assert!(
+            r.message()
+                .contains("annotation workflows.argoproj.io/kill-cmd-side-a")
+                && r.message().contains("not a JSON array"),
+            "{ex}: {}",
+            r.dump()
+        );
     }
 }

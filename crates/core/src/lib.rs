@@ -10,6 +10,7 @@
 //! - [`protocol`]: the emissary file protocol shared by the wrapper and the wait side;
 //! - [`executor_kind`]: the five backend names;
 //! - [`exit`]: exit-code rules;
+//! - [`kill_cmd`]: the `kill-cmd-<container>` annotation (`%d` substitution);
 //! - [`names`]: container names checked before they become paths;
 //! - [`param_file`]: which files may become output parameter values, read bounded.
 //!
@@ -21,6 +22,7 @@ pub mod annotations;
 pub mod env;
 pub mod executor_kind;
 pub mod exit;
+pub mod kill_cmd;
 pub mod names;
 pub mod param_file;
 pub mod paths;

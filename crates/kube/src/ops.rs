@@ -7,7 +7,10 @@
 //! The signal is an exec of `/var/run/argo/argoexec kill N 1` when the container mounts
 //! `/var/run/argo` (the init container put the binary there, so images without a shell
 //! work), else `/bin/sh -c "kill -N 1"` (Argo v3.3's command); when the first is not
-//! runnable the other is tried. A signal sent from inside a container reaches its PID 1 only
+//! runnable the other is tried. A `workflows.argoproj.io/kill-cmd-<container>` annotation
+//! replaces both ([`argoexec_core::kill_cmd`]: `%d` becomes the signal number; a command
+//! without `%d` runs as is for SIGTERM and SIGKILL, with a warning); a malformed one fails
+//! that container's kill naming the annotation. A signal sent from inside a container reaches its PID 1 only
 //! if PID 1 handles that signal (the kernel drops default-action signals, SIGKILL included,
 //! sent to a namespace's init from inside it): a sidecar whose PID 1 ignores SIGTERM cannot
 //! be stopped this way, and the error says so.
@@ -109,7 +112,28 @@ async fn signal_one(
     signal: i32,
     first: Option<usize>,
 ) -> Result<usize, RuntimeError> {
-    let cmds = signal_commands(mounts_var_run_argo(pod, container), signal);
+    let annotated = pod
+        .metadata
+        .annotations
+        .as_ref()
+        .map(|a| argoexec_core::kill_cmd::kill_command(a, container, signal))
+        .transpose()
+        .map_err(|e| err(a, ErrorKind::Fatal, "signal", container, e.to_string()))?
+        .flatten();
+    let cmds = match annotated {
+        Some(k) => {
+            if !k.substituted {
+                tracing::warn!(
+                    container,
+                    signal,
+                    command = ?k.argv,
+                    "the kill-cmd annotation has no %d: running it as is for this signal too"
+                );
+            }
+            vec![k.argv]
+        }
+        None => signal_commands(mounts_var_run_argo(pod, container), signal),
+    };
     let order: Vec<usize> = match first {
         Some(i) => vec![i],
         None => (0..cmds.len()).collect(),

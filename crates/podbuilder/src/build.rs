@@ -369,10 +369,11 @@ pub fn build_pod(
         }
     }
 
-    let mut labels = BTreeMap::new();
+    // The template's `metadata` (Argo: labels and annotations for the pod, e.g. a
+    // `workflows.argoproj.io/kill-cmd-<container>`); the controller's own keys win.
+    let (mut labels, mut annotations) = template_metadata(template)?;
     labels.insert("workflows.argoproj.io/workflow".to_string(), wf.name.clone());
     labels.insert("workflows.argoproj.io/completed".to_string(), "false".to_string());
-    let mut annotations = BTreeMap::new();
     annotations.insert(
         "workflows.argoproj.io/node-name".to_string(),
         format!("{}.{}", wf.name, template.name),
@@ -426,6 +427,23 @@ pub fn build_pod(
         }),
         status: None,
     })
+}
+
+/// A string map of pod metadata (labels or annotations).
+type StringMap = BTreeMap<String, String>;
+
+/// `metadata.labels` and `metadata.annotations` of the template.
+fn template_metadata(template: &Template) -> Result<(StringMap, StringMap), BuildError> {
+    let Some(meta) = template.extra.get("metadata") else {
+        return Ok(Default::default());
+    };
+    let map = |field: &str| -> Result<StringMap, BuildError> {
+        match meta.get(field) {
+            None | Some(serde_json::Value::Null) => Ok(BTreeMap::new()),
+            Some(v) => convert(&format!("template metadata.{field}"), v),
+        }
+    };
+    Ok((map("labels")?, map("annotations")?))
 }
 
 /// The template's main container(s) as written (names of plain/script mains filled in).

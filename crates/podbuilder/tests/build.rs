@@ -249,3 +249,35 @@ fn container_names_like_paths_are_refused() {
         .is_ok()
     );
 }
+
+#[test]
+fn template_metadata_reaches_the_pod() {
+    let wf = WorkflowMeta {
+        name: "wf".into(),
+        namespace: "argo".into(),
+        ..Default::default()
+    };
+    let t = Template::from_json(
+        r#"{"container": {"image": "x", "command": ["true"]},
+            "metadata": {"annotations": {"workflows.argoproj.io/kill-cmd-side": "[\"/bin/stop\"]",
+                                         "workflows.argoproj.io/node-id": "not-yours"},
+                         "labels": {"team": "a"}}}"#,
+    )
+    .unwrap();
+    let p = build_pod(
+        &wf,
+        &t,
+        "wf-1",
+        &ControllerConfig::default(),
+        ExecutorKind::K8sApi,
+        &BuildOptions::default(),
+    )
+    .unwrap();
+    let ann = p.metadata.annotations.as_ref().unwrap();
+    assert_eq!(ann["workflows.argoproj.io/kill-cmd-side"], "[\"/bin/stop\"]");
+    assert_eq!(
+        ann["workflows.argoproj.io/node-id"], "wf-1",
+        "the controller's keys win"
+    );
+    assert_eq!(p.metadata.labels.as_ref().unwrap()["team"], "a");
+}
