@@ -1,5 +1,5 @@
 //! The `ARGO_*` environment contract (argo-executors.md §1.4), parsed into one typed struct,
-//! and the template's three possible sources.
+//! and the template's four possible sources.
 //!
 //! Parsing is a pure function of a variable lookup, so tests need no process environment.
 //! A missing required variable or a malformed value gives one [`EnvError`] naming the
@@ -31,10 +31,14 @@ pub enum EnvError {
         reason: String,
     },
     /// No template source was found.
-    #[error("no template: set ARGO_TEMPLATE, or provide {file} or the annotations file {annotations}")]
+    #[error(
+        "no template: set ARGO_TEMPLATE, or provide {file}, the offloaded template {offloaded} or the annotations file {annotations}"
+    )]
     NoTemplate {
         /// The template file looked at.
         file: PathBuf,
+        /// The offloaded-template file looked at.
+        offloaded: PathBuf,
         /// The annotations file looked at.
         annotations: PathBuf,
     },
@@ -284,12 +288,17 @@ pub enum TemplateSource {
     Env,
     /// `/var/run/argo/template` (written by init).
     File(PathBuf),
+    /// `/argo/template/template`: the ConfigMap the pod builder offloads a large template to
+    /// (mounted in init only).
+    ConfigMap(PathBuf),
     /// The downward-API annotations file (≤ v3.1).
     Annotations(PathBuf),
 }
 
 /// Load the template: `ARGO_TEMPLATE` if set, else `/var/run/argo/template`, else the
-/// annotations file (`annotations` overrides its default path, already rooted by the caller).
+/// offloaded template `/argo/template/template` (a ConfigMap, for templates too large for an
+/// environment variable), else the annotations file (`annotations` overrides its default
+/// path, already rooted by the caller).
 ///
 /// # Errors
 /// [`EnvError::NoTemplate`], [`EnvError::Read`] or [`EnvError::BadTemplate`].
@@ -306,16 +315,23 @@ pub fn load_template(
         return Ok((t, TemplateSource::Env));
     }
     let file = paths.template_file();
-    if file.exists() {
-        let text = std::fs::read_to_string(&file).map_err(|error| EnvError::Read {
-            path: file.clone(),
+    let offloaded = paths.offloaded_template();
+    for (path, source) in [
+        (&file, TemplateSource::File(file.clone())),
+        (&offloaded, TemplateSource::ConfigMap(offloaded.clone())),
+    ] {
+        if !path.exists() {
+            continue;
+        }
+        let text = std::fs::read_to_string(path).map_err(|error| EnvError::Read {
+            path: path.clone(),
             error,
         })?;
         let t = Template::from_json(&text).map_err(|e| EnvError::BadTemplate {
-            source_name: file.display().to_string(),
+            source_name: path.display().to_string(),
             error: e.to_string(),
         })?;
-        return Ok((t, TemplateSource::File(file)));
+        return Ok((t, source));
     }
     let ann = annotations
         .map(Path::to_path_buf)
@@ -336,6 +352,7 @@ pub fn load_template(
     }
     Err(EnvError::NoTemplate {
         file,
+        offloaded,
         annotations: ann,
     })
 }
@@ -429,6 +446,11 @@ mod tests {
             (t.name.as_str(), src),
             ("a", TemplateSource::Annotations(ann.clone()))
         );
+        let off = paths.offloaded_template();
+        std::fs::create_dir_all(off.parent().unwrap()).unwrap();
+        std::fs::write(&off, r#"{"name":"cm"}"#).unwrap();
+        let (t, src) = load_template(&paths, env(&[]), Some(&ann)).unwrap();
+        assert_eq!((t.name.as_str(), src), ("cm", TemplateSource::ConfigMap(off)));
         std::fs::create_dir_all(paths.var_run_argo()).unwrap();
         std::fs::write(paths.template_file(), r#"{"name":"f"}"#).unwrap();
         assert_eq!(load_template(&paths, env(&[]), Some(&ann)).unwrap().0.name, "f");

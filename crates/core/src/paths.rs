@@ -13,6 +13,11 @@ use std::path::{Component, Path, PathBuf};
 /// Environment variable that re-roots every in-pod path (tests, local runs).
 pub const ROOT_ENV: &str = "ARGOEXEC_PATH_ROOT";
 
+/// Where init mounts the ConfigMap holding an offloaded template.
+pub const OFFLOADED_TEMPLATE_DIR: &str = "/argo/template";
+/// The ConfigMap key (and file name) of an offloaded template.
+pub const OFFLOADED_TEMPLATE_KEY: &str = "template";
+
 /// The in-pod path layout, optionally under a different root.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PodPaths {
@@ -62,6 +67,13 @@ impl PodPaths {
     /// `/var/run/argo/template`: the template JSON written by init (mode 0444).
     pub fn template_file(&self) -> PathBuf {
         self.var_run_argo().join("template")
+    }
+
+    /// `/argo/template/template`: the template offloaded to a ConfigMap by the pod builder
+    /// when it is too large for an environment variable, mounted in init only (init then
+    /// writes [`Self::template_file`] for the other containers).
+    pub fn offloaded_template(&self) -> PathBuf {
+        self.rooted(OFFLOADED_TEMPLATE_DIR).join(OFFLOADED_TEMPLATE_KEY)
     }
 
     /// `/var/run/argo/ctr`: one sub-directory per wrapped container.

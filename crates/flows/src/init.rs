@@ -4,6 +4,9 @@
 //!    template to `/var/run/argo/template` (0444), both atomically. kubelet and k8sapi:
 //!    copy the binary only, so their exec'd kill (`/var/run/argo/argoexec kill 15 1`) works
 //!    in images without a shell (an argoexec-rs addition; Argo v3.3 needed `sh` there).
+//!    Every executor: a template offloaded to a ConfigMap (too large for `ARGO_TEMPLATE`,
+//!    mounted in init only) is written to `/var/run/argo/template` (0444), where wait and the
+//!    other containers read it.
 //! 2. Stage a script template's source at `/argo/staging/script` (0644).
 //! 3. Load every input artifact: optional unsupplied ones are skipped, required ones must be
 //!    supplied; paths overlapping a user volume are written through `/mainctrfs`, the others
@@ -16,6 +19,7 @@ use std::path::{Path, PathBuf};
 use argoexec_archive::Strategy;
 use argoexec_artifacts::{AnyDriver, ArtifactDriver, Opened};
 use argoexec_core::ExecutorKind;
+use argoexec_core::env::TemplateSource;
 use argoexec_core::protocol::write_atomic;
 use argoexec_core::template::Artifact;
 
@@ -33,6 +37,11 @@ pub async fn run(ctx: &StepContext, self_exe: &Path) -> Result<(), FlowError> {
         }
         _ => {}
     }
+    if matches!(ctx.template_source, TemplateSource::ConfigMap(_))
+        && ctx.env.runtime_executor != ExecutorKind::Emissary
+    {
+        write_template(ctx)?;
+    }
     stage_script(ctx).await?;
     for art in &ctx.template.inputs.artifacts {
         load_artifact(ctx, art).await?;
@@ -42,11 +51,20 @@ pub async fn run(ctx: &StepContext, self_exe: &Path) -> Result<(), FlowError> {
 
 async fn install_emissary(ctx: &StepContext, self_exe: &Path) -> Result<(), FlowError> {
     let dest = install_binary(ctx, self_exe).await?;
-    let tpl = ctx.paths.template_file();
-    write_atomic(&tpl, ctx.template.to_json().as_bytes(), 0o444)
-        .map_err(|e| FlowError::io("write", &tpl, e))?;
+    let tpl = write_template(ctx)?;
     tracing::info!(binary = %dest.display(), template = %tpl.display(), "installed the emissary");
     Ok(())
+}
+
+/// Write the template to `/var/run/argo/template` (0444), atomically.
+fn write_template(ctx: &StepContext) -> Result<PathBuf, FlowError> {
+    let tpl = ctx.paths.template_file();
+    if let Some(dir) = tpl.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| FlowError::io("create", dir, e))?;
+    }
+    write_atomic(&tpl, ctx.template.to_json().as_bytes(), 0o444)
+        .map_err(|e| FlowError::io("write", &tpl, e))?;
+    Ok(tpl)
 }
 
 /// Copy this binary to `/var/run/argo/argoexec` (0555), atomically.

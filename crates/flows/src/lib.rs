@@ -22,6 +22,9 @@ pub struct StepContext {
     pub env: ExecutorEnv,
     /// The resolved template.
     pub template: Template,
+    /// Where the template came from (init writes `/var/run/argo/template` for an offloaded
+    /// one, so the other containers find it).
+    pub template_source: argoexec_core::env::TemplateSource,
     /// Artifact transfer settings (part size, parallelism, retries, secrets mount).
     pub artifacts: std::sync::Arc<argoexec_artifacts::Settings>,
 }

@@ -3,7 +3,8 @@
 //!
 //! - [`NodeServer`] starts both endpoints on loopback with generated certificates.
 //! - The API endpoint serves pods (create/get/list/watch/patch/delete, `log`, `exec`),
-//!   `argoproj.io/v1alpha1` `workflowtaskresults`, discovery, TokenRequest and
+//!   `argoproj.io/v1alpha1` `workflowtaskresults`, `configmaps` (mounted by `configMap`
+//!   volumes), discovery, TokenRequest and
 //!   SelfSubjectAccessReview, with bearer-token authentication and RBAC from YAML.
 //! - The kubelet endpoint serves `/pods`, `/containerLogs`, `/exec` and `/healthz` with the
 //!   kubelet's webhook authn/authz behaviour.
@@ -12,6 +13,7 @@
 
 mod api;
 pub mod auth;
+pub mod configmaps;
 pub mod counts;
 mod error;
 pub mod exec;

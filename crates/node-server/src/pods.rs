@@ -257,7 +257,8 @@ impl Pods {
             }
         }
         self.add_service_env(&mut pod);
-        match self.node.start_pod(pod).await {
+        let config_maps = crate::configmaps::for_pod(&self.store, &ns, &pod);
+        match self.node.start_pod_with(pod, &config_maps).await {
             Ok(run) => {
                 let mut rx = run.status();
                 {

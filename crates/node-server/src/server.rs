@@ -261,6 +261,21 @@ impl NodeServer {
         self.api.pods.create(ns, pod)
     }
 
+    /// Create a ConfigMap as the API's POST does (as the admin), e.g. the one a pod's
+    /// offloaded template lives in; create it before the pod that mounts it.
+    ///
+    /// # Errors
+    /// The API error a POST would answer (422 for an invalid ConfigMap, 409 when it exists).
+    pub fn create_config_map(&self, ns: &str, config_map: Value) -> Result<Arc<Value>, ApiError> {
+        crate::configmaps::validate(&config_map)?;
+        self.api.store.create(Kind::ConfigMap, ns, config_map)
+    }
+
+    /// Delete a ConfigMap; absent is not an error.
+    pub fn delete_config_map(&self, ns: &str, name: &str) {
+        self.api.store.delete(Kind::ConfigMap, ns, name);
+    }
+
     /// The stored object, if any.
     pub fn get_pod(&self, ns: &str, name: &str) -> Option<Arc<Value>> {
         self.api.store.get(Kind::Pod, ns, name)

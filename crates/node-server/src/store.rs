@@ -1,4 +1,4 @@
-//! The API server's object store: pods and workflow task results as JSON objects, one
+//! The API server's object store: pods, workflow task results and ConfigMaps as JSON objects, one
 //! global resource-version counter (like etcd's revision), a bounded per-kind event
 //! history (the watch cache) for resuming watches, and a broadcast of every change.
 //! Watches from a version older than the history's floor get `410 Expired`.
@@ -18,6 +18,8 @@ pub enum Kind {
     Pod,
     /// `argoproj.io/v1alpha1` `WorkflowTaskResult`.
     TaskResult,
+    /// `v1` `ConfigMap`.
+    ConfigMap,
 }
 
 impl Kind {
@@ -26,6 +28,7 @@ impl Kind {
         match self {
             Self::Pod => ("v1", "Pod"),
             Self::TaskResult => ("argoproj.io/v1alpha1", "WorkflowTaskResult"),
+            Self::ConfigMap => ("v1", "ConfigMap"),
         }
     }
 
@@ -34,6 +37,7 @@ impl Kind {
         match self {
             Self::Pod => crate::status::PODS,
             Self::TaskResult => crate::status::TASK_RESULTS,
+            Self::ConfigMap => crate::configmaps::CONFIG_MAPS,
         }
     }
 }
@@ -264,7 +268,7 @@ impl Store {
     pub fn compact(&self) -> u64 {
         let mut g = self.lock();
         let rv = g.rv;
-        for kind in [Kind::Pod, Kind::TaskResult] {
+        for kind in [Kind::Pod, Kind::TaskResult, Kind::ConfigMap] {
             g.floor.insert(kind, rv);
             g.history.remove(&kind);
         }

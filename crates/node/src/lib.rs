@@ -4,7 +4,7 @@
 //! A pod gets a pause container (`POD`) holding its IPC namespace (and its PID namespace
 //! when `shareProcessNamespace` is set); every container joins it, with host networking so
 //! containers reach endpoints on loopback. Volumes are host directories (`emptyDir`,
-//! `hostPath`, `downwardAPI`), mounted with subPath support. Containers carry dockershim's
+//! `hostPath`, `downwardAPI`, `secret`, `configMap`), mounted with subPath support. Containers carry dockershim's
 //! labels (`io.kubernetes.pod.name/namespace/uid`, `io.kubernetes.container.name`), which
 //! is how the docker backend finds them. The live [`k8s_openapi::api::core::v1::PodStatus`]
 //! is published on a watch channel.
@@ -19,6 +19,7 @@
 //! # }
 //! ```
 
+pub mod configmap;
 pub mod downward;
 mod error;
 mod expand;
@@ -31,6 +32,7 @@ pub mod status;
 pub mod tmpfs;
 mod volumes;
 
+pub use configmap::ConfigMaps;
 pub use error::NodeError;
 pub use node::{LocalNode, NodeConfig};
 pub use run::{EVICTED_MESSAGE, PodRun, StopReason};

@@ -13,6 +13,7 @@ use k8s_openapi::api::core::v1::Pod;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use crate::configmap::ConfigMaps;
 use crate::error::{NodeError, is_not_found};
 use crate::run::{PodRun, Shared, remove_containers};
 use crate::spec::{LABEL_NODE, labels};
@@ -90,7 +91,17 @@ impl LocalNode {
     ///
     /// # Errors
     /// Invalid or unsupported specs, missing images, Docker or host I/O failures.
-    pub async fn start_pod(&self, mut pod: Pod) -> Result<PodRun, NodeError> {
+    pub async fn start_pod(&self, pod: Pod) -> Result<PodRun, NodeError> {
+        self.start_pod_with(pod, &ConfigMaps::new()).await
+    }
+
+    /// [`Self::start_pod`] with the ConfigMaps of the pod's namespace that its `configMap`
+    /// volumes may mount.
+    ///
+    /// # Errors
+    /// As [`Self::start_pod`]; a `configMap` volume whose ConfigMap is not given (unless
+    /// optional).
+    pub async fn start_pod_with(&self, mut pod: Pod, config_maps: &ConfigMaps) -> Result<PodRun, NodeError> {
         let name = pod
             .metadata
             .name
@@ -146,7 +157,13 @@ impl LocalNode {
         let uid = pod.metadata.uid.clone().unwrap_or_default();
         let pod_dir = self.config.state_dir.join(&uid);
         volumes::make_dir(&pod_dir, 0o755)?;
-        let prepared = match volumes::prepare(&pod, &self.config.node_name, &pod_dir, &self.config.secrets) {
+        let prepared = match volumes::prepare(
+            &pod,
+            &self.config.node_name,
+            &pod_dir,
+            &self.config.secrets,
+            config_maps,
+        ) {
             Ok(v) => v,
             Err(e) => {
                 crate::tmpfs::unmount_below(&pod_dir);

@@ -32,6 +32,7 @@ pub fn prepare(
     node_name: &str,
     pod_dir: &Path,
     secrets: &std::collections::BTreeMap<String, std::collections::BTreeMap<String, Vec<u8>>>,
+    config_maps: &crate::configmap::ConfigMaps,
 ) -> Result<HashMap<String, HostVolume>, NodeError> {
     let pod_name = pod.metadata.name.clone().unwrap_or_default();
     let mut out = HashMap::new();
@@ -119,6 +120,8 @@ pub fn prepare(
                 owned: true,
                 force_read_only: true,
             }
+        } else if let Some(cm) = &v.config_map {
+            crate::configmap::prepare(&pod_name, v, cm, &dir, config_maps)?
         } else {
             return Err(NodeError::Unsupported {
                 pod: pod_name,

@@ -74,6 +74,17 @@ pub enum BuildError {
     /// `wait`) or is used twice.
     #[error("{0}; Kubernetes refuses such a pod")]
     BadName(#[from] argoexec_core::names::InvalidName),
+    /// The template's JSON is larger than a ConfigMap can hold (1 MiB), so it can neither be
+    /// put in the environment nor offloaded.
+    #[error(
+        "the resolved template is {size} bytes of JSON, above the 1048576 bytes a ConfigMap can hold \
+         (templates above 65536 bytes leave ARGO_TEMPLATE for a ConfigMap); shorten the script source or move \
+         large inputs to artifacts"
+    )]
+    TemplateTooLarge {
+        /// The JSON's length.
+        size: usize,
+    },
     /// The template has nothing to run.
     #[error("template {0:?} has no container, script or containerSet")]
     NoMain(String),
@@ -172,6 +183,12 @@ pub fn build_pod(
     validate(template, executor)?;
     let mains = main_containers(template)?;
     let tpl_json = template.to_json();
+    // Too large for an environment variable: the template goes to a ConfigMap instead
+    // (crate::offload), mounted in init, which writes /var/run/argo/template for the rest.
+    let offloaded = crate::offload::is_offloaded(&tpl_json);
+    if offloaded {
+        crate::offload::check_size(&tpl_json)?;
+    }
     let main_mounts: Vec<core::VolumeMount> = template
         .main_volume_mounts()
         .iter()
@@ -187,15 +204,16 @@ pub fn build_pod(
         .collect();
 
     let common_env = |name: &str| {
-        vec![
-            env("ARGO_CONTAINER_NAME", name),
-            env("ARGO_TEMPLATE", tpl_json.clone()),
-            env(
-                "ARGO_INCLUDE_SCRIPT_OUTPUT",
-                opts.include_script_output.to_string(),
-            ),
-            env("ARGO_DEADLINE", "0001-01-01T00:00:00Z"),
-        ]
+        let mut e = vec![env("ARGO_CONTAINER_NAME", name)];
+        if !offloaded {
+            e.push(env("ARGO_TEMPLATE", tpl_json.clone()));
+        }
+        e.push(env(
+            "ARGO_INCLUDE_SCRIPT_OUTPUT",
+            opts.include_script_output.to_string(),
+        ));
+        e.push(env("ARGO_DEADLINE", "0001-01-01T00:00:00Z"));
+        e
     };
     let mut exec_env = vec![
         field_env("ARGO_POD_NAME", "metadata.name"),
@@ -254,6 +272,9 @@ pub fn build_pod(
 
     // volumes
     let mut volumes = vec![empty_dir(VAR_RUN_ARGO)];
+    if offloaded {
+        volumes.push(crate::offload::volume(node_id));
+    }
     let has_inputs = !template.inputs.artifacts.is_empty();
     if has_inputs {
         volumes.push(empty_dir(INPUT_ARTIFACTS));
@@ -281,6 +302,9 @@ pub fn build_pod(
 
     // init
     let mut init_mounts = vec![mount(VAR_RUN_ARGO, "/var/run/argo")];
+    if offloaded {
+        init_mounts.push(crate::offload::mount());
+    }
     init_mounts.extend(secret_mounts.iter().cloned());
     if has_inputs {
         init_mounts.push(mount(INPUT_ARTIFACTS, "/argo/inputs/artifacts"));

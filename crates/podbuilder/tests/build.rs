@@ -251,6 +251,111 @@ fn container_names_like_paths_are_refused() {
 }
 
 #[test]
+fn large_templates_leave_the_environment_for_a_config_map() {
+    let wf = WorkflowMeta {
+        name: "wf".into(),
+        namespace: "argo".into(),
+        uid: "u-1".into(),
+        ..Default::default()
+    };
+    let script = |bytes: usize| {
+        Template::from_json(&format!(
+            r#"{{"name": "big", "script": {{"image": "busybox", "command": ["sh"], "source": "{}"}}}}"#,
+            "#".repeat(bytes)
+        ))
+        .unwrap()
+    };
+    let build = |t: &Template| {
+        build_pod(
+            &wf,
+            t,
+            "wf-1",
+            &ControllerConfig::default(),
+            ExecutorKind::Emissary,
+            &BuildOptions::default(),
+        )
+        .unwrap()
+    };
+    let all = |p: &Pod| -> Vec<Container> {
+        let s = p.spec.as_ref().unwrap();
+        s.init_containers
+            .iter()
+            .flatten()
+            .chain(&s.containers)
+            .cloned()
+            .collect()
+    };
+    // At the threshold: ARGO_TEMPLATE everywhere (Argo compatibility), no ConfigMap.
+    let small = script(1000);
+    let p = build(&small);
+    assert!(all(&p).iter().all(|c| env(c, "ARGO_TEMPLATE").is_some()));
+    assert!(template_config_map(&wf, &small, "wf-1").unwrap().is_none());
+    let mut edge = script(0);
+    let pad = argoexec_podbuilder::offload::TEMPLATE_ENV_MAX - edge.to_json().len();
+    edge = script(pad);
+    assert_eq!(
+        edge.to_json().len(),
+        argoexec_podbuilder::offload::TEMPLATE_ENV_MAX
+    );
+    assert!(env(&all(&build(&edge))[0], "ARGO_TEMPLATE").is_some());
+    // One byte more: no container has it; init mounts the ConfigMap read-only.
+    let big = script(pad + 1);
+    let p = build(&big);
+    for c in all(&p) {
+        assert!(
+            env(&c, "ARGO_TEMPLATE").is_none(),
+            "{} still has ARGO_TEMPLATE",
+            c.name
+        );
+    }
+    let init = &p.spec.as_ref().unwrap().init_containers.as_ref().unwrap()[0];
+    let m = init
+        .volume_mounts
+        .iter()
+        .flatten()
+        .find(|m| m.name == "argo-template")
+        .expect("init mounts the template");
+    assert_eq!(
+        (m.mount_path.as_str(), m.read_only),
+        ("/argo/template", Some(true))
+    );
+    assert!(
+        all(&p)
+            .iter()
+            .skip(1)
+            .all(|c| !mounts(c).iter().any(|m| m.0 == "argo-template")),
+        "only init mounts it"
+    );
+    let vol = p
+        .spec
+        .as_ref()
+        .unwrap()
+        .volumes
+        .iter()
+        .flatten()
+        .find(|v| v.name == "argo-template")
+        .unwrap();
+    assert_eq!(vol.config_map.as_ref().unwrap().name, "wf-1-template");
+    let cm = template_config_map(&wf, &big, "wf-1").unwrap().unwrap();
+    assert_eq!(cm.metadata.name.as_deref(), Some("wf-1-template"));
+    assert_eq!(cm.metadata.namespace.as_deref(), Some("argo"));
+    assert_eq!(cm.data.as_ref().unwrap()["template"], big.to_json());
+    // Beyond what a ConfigMap holds: a clear error, no pod.
+    let huge = script(1024 * 1024);
+    let e = build_pod(
+        &wf,
+        &huge,
+        "wf-1",
+        &ControllerConfig::default(),
+        ExecutorKind::Emissary,
+        &BuildOptions::default(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("above the 1048576 bytes a ConfigMap can hold"), "{e}");
+}
+
+#[test]
 fn template_metadata_reaches_the_pod() {
     let wf = WorkflowMeta {
         name: "wf".into(),

@@ -65,6 +65,7 @@ pub fn bootstrap(
         paths: paths.clone(),
         env,
         template,
+        template_source: source,
         artifacts: std::sync::Arc::new(artifacts),
     })
 }

@@ -1,5 +1,7 @@
 //! `argoexec render WORKFLOW.yaml [--config cm.yaml] [--executor X] [--template NAME]`:
-//! print the pod the controller side would create for the entrypoint (or named) template.
+//! print the pod the controller side would create for the entrypoint (or named) template,
+//! followed (`---`) by the ConfigMap holding its template when that is too large for
+//! `ARGO_TEMPLATE` (argoexec_podbuilder::offload).
 //!
 //! The template is resolved first, as the controller does: workflow arguments (overridden by
 //! `-p name=value`) bind the inputs and every `{{…}}` reference is substituted.
@@ -54,5 +56,12 @@ fn render(args: &Args) -> anyhow::Result<String> {
         random_name: false,
     })?;
     let pod = plan.build(&args.executor_image, "info")?;
-    serde_saphyr::to_string(&pod).context("cannot serialise the pod")
+    let mut out = serde_saphyr::to_string(&pod).context("cannot serialise the pod")?;
+    // A template too large for ARGO_TEMPLATE: the ConfigMap the pod's init mounts follows.
+    if let Some(cm) = argoexec_podbuilder::template_config_map(&plan.wf.meta, &plan.template, &plan.pod_name)?
+    {
+        out.push_str("---\n");
+        out.push_str(&serde_saphyr::to_string(&cm).context("cannot serialise the ConfigMap")?);
+    }
+    Ok(out)
 }

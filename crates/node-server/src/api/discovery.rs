@@ -33,6 +33,8 @@ pub(super) fn non_resource(api: &Arc<Api>, path: &str) -> Result<Resp, ApiError>
             resource("pods", "Pod", true, &["create", "delete", "get", "list", "patch", "watch"], &["po"]),
             resource("pods/log", "Pod", true, &["get"], &[]),
             resource("pods/exec", "PodExecOptions", true, &["create", "get"], &[]),
+            resource("configmaps", "ConfigMap", true,
+                &["create", "delete", "get", "list", "patch", "update", "watch"], &["cm"]),
             resource("nodes", "Node", false, &["get", "list"], &["no"]),
             resource("namespaces", "Namespace", false, &["get"], &["ns"]),
             resource("serviceaccounts/token", "TokenRequest", true, &["create"], &[]),

@@ -1,7 +1,8 @@
 //! The API-server-compatible endpoint: authentication (bearer tokens), RBAC authorization
 //! with the real `Forbidden` messages, request counting, and routing to the handlers of
-//! pods, workflow task results, discovery and the node's own debug paths.
+//! pods, workflow task results, ConfigMaps, discovery and the node's own debug paths.
 
+mod configmaps;
 mod discovery;
 mod objects;
 mod pods;
@@ -234,6 +235,7 @@ impl Api {
             ("argoproj.io", "v1alpha1", "workflowtaskresults") => {
                 objects::task_results(self, req, t, verb, q).await
             }
+            ("", "v1", "configmaps") => configmaps::handle(self, req, t, verb, q).await,
             ("", "v1", "nodes") => discovery::nodes(&self, &t),
             ("", "v1", "namespaces") => discovery::namespace(&t),
             ("", "v1", "serviceaccounts") if t.subresource.as_deref() == Some("token") => {

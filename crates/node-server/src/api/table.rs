@@ -41,7 +41,7 @@ pub(super) fn table(kind: Kind, items: &[Value], rv: Option<u64>) -> Value {
                 "CreationTimestamp is a timestamp representing the server time when this object was created.",
             ),
         ],
-        Kind::TaskResult => vec![
+        Kind::TaskResult | Kind::ConfigMap => vec![
             col(
                 "Name",
                 "string",
@@ -69,7 +69,7 @@ pub(super) fn table(kind: Kind, items: &[Value], rv: Option<u64>) -> Value {
                     let status = pod_status(o);
                     json!([name, format!("{ready}/{total}"), status, "0", age])
                 }
-                Kind::TaskResult => json!([name, age]),
+                Kind::TaskResult | Kind::ConfigMap => json!([name, age]),
             };
             json!({"cells": cells, "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": o["metadata"]}})
         })

@@ -248,6 +248,16 @@ async fn execute(args: &Args) -> anyhow::Result<(Outcome, PathBuf)> {
     }
     // Removed when this function returns, however it returns.
     let _ca_guard = kubelet_ca.as_ref().map(|d| RemoveDir(d.clone()));
+    // A template too large for ARGO_TEMPLATE travels in a ConfigMap that init mounts
+    // (podbuilder::offload), created before the pod; it lives in the node's API store, which
+    // goes when the run ends, like the pod.
+    if let Some(cm) = argoexec_podbuilder::template_config_map(&plan.wf.meta, &plan.template, &plan.pod_name)?
+    {
+        let ns = pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+        server
+            .create_config_map(&ns, serde_json::to_value(&cm)?)
+            .map_err(|e| anyhow::anyhow!("the node's API refused the template's ConfigMap: {}", e.message))?;
+    }
     let pod_run = session::Session::start(server, &args.rbac, pod, plan.executor).await?;
     let name = plan.pod_name.clone();
     let progress =
