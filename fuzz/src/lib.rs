@@ -126,3 +126,40 @@ pub fn gzip(data: &[u8]) -> Vec<u8> {
     e.write_all(data).expect("gzip to memory");
     e.finish().expect("gzip to memory")
 }
+
+/// Rewrite the checksum of every tar header in `data` (found by walking the headers' size
+/// fields the way a reader does), so that mutated headers are read instead of refused for
+/// their checksum. Stops at the first size it cannot read.
+pub fn fix_tar_checksums(data: &mut [u8]) {
+    let mut pos = 0usize;
+    while pos + 512 <= data.len() {
+        let h = &mut data[pos..pos + 512];
+        if h.iter().all(|b| *b == 0) {
+            pos += 512;
+            continue;
+        }
+        h[148..156].fill(b' ');
+        let sum: u32 = h.iter().map(|b| u32::from(*b)).sum();
+        let field = format!("{sum:06o}\0 ");
+        h[148..156].copy_from_slice(&field.as_bytes()[..8]);
+        let size = &h[124..136];
+        let size = if size[0] & 0x80 != 0 {
+            size[4..].iter().fold(0u64, |a, b| (a << 8) | u64::from(*b))
+        } else {
+            let s = String::from_utf8_lossy(size);
+            match u64::from_str_radix(s.trim_matches(|c: char| c == '\0' || c == ' '), 8) {
+                Ok(n) => n,
+                Err(_) => return,
+            }
+        };
+        let Some(next) = usize::try_from(size)
+            .ok()
+            .and_then(|s| s.checked_add(511))
+            .map(|s| s / 512 * 512)
+            .and_then(|s| s.checked_add(pos + 512))
+        else {
+            return;
+        };
+        pos = next;
+    }
+}
