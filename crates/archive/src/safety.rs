@@ -177,7 +177,8 @@ pub(crate) fn write_file(
     finish_file(&f, &out, mode, mtime)
 }
 
-/// Set the mtime (seconds since the epoch) of an open file, then its mode.
+/// Set the mtime (seconds since the epoch) of an open file, then its mode. An mtime beyond
+/// what `SystemTime` holds (a tar's base-256 field goes up to 2^64 - 1 s) is left unset.
 pub(crate) fn finish_file(
     f: &fs::File,
     path: &Path,
@@ -185,8 +186,8 @@ pub(crate) fn finish_file(
     mtime: Option<u64>,
 ) -> Result<(), ArchiveError> {
     use std::os::unix::fs::PermissionsExt;
+    let mtime = mtime.and_then(|t| std::time::UNIX_EPOCH.checked_add(std::time::Duration::from_secs(t)));
     if let Some(t) = mtime {
-        let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(t);
         f.set_modified(t)
             .map_err(|e| ArchiveError::io("set mtime of", path, e))?;
     }
@@ -307,6 +308,43 @@ mod tests {
         assert_eq!(sanitize_entry_path(b"a//b/").unwrap().unwrap(), Path::new("a/b"));
         assert_eq!(sanitize_entry_path(b"./").unwrap(), None);
         assert_eq!(sanitize_entry_path(b"a/..").unwrap(), None);
+    }
+
+    /// Found by the `extract_tar` fuzzer: a base-256 mtime past `SystemTime`'s range
+    /// panicked in `UNIX_EPOCH + Duration` ("overflow when adding duration to SystemTime").
+    #[test]
+    fn out_of_range_mtimes_are_skipped() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let mut tar = tar::Builder::new(Vec::new());
+        for (name, mtime) in [("huge", u64::MAX), ("big", 1 << 63), ("ok", 1_700_000_000)] {
+            let mut h = tar::Header::new_gnu();
+            h.set_entry_type(tar::EntryType::Regular);
+            h.set_size(1);
+            h.set_mode(0o640);
+            h.set_mtime(mtime);
+            tar.append_data(&mut h, name, &b"x"[..]).unwrap();
+        }
+        let mut h = tar::Header::new_gnu();
+        h.set_entry_type(tar::EntryType::Directory);
+        h.set_size(0);
+        h.set_mode(0o750);
+        h.set_mtime(u64::MAX);
+        tar.append_data(&mut h, "dir/", std::io::empty()).unwrap();
+        let bytes = tar.into_inner().unwrap();
+        let dest = d.path().join("out");
+        crate::extract_tar(&bytes[..], &dest).unwrap();
+        let m = fs::metadata(dest.join("huge")).unwrap();
+        assert_eq!(m.permissions().mode() & 0o777, 0o640);
+        assert_eq!(
+            fs::metadata(dest.join("dir")).unwrap().permissions().mode() & 0o777,
+            0o750
+        );
+        let ok = fs::metadata(dest.join("ok")).unwrap().modified().unwrap();
+        assert_eq!(
+            ok,
+            std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000)
+        );
     }
 
     #[test]
