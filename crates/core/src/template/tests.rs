@@ -120,8 +120,14 @@ fn huge_numbers_survive_a_round_trip() {
 /// `ARGO_PROGRESS_*_DURATION` variables).
 #[test]
 fn go_duration_overflow_is_none() {
-    assert_eq!(container::parse_go_duration("5555555555555555555555555550s"), None);
-    assert_eq!(container::parse_go_duration(&format!("{}h", "9".repeat(400))), None);
+    assert_eq!(
+        container::parse_go_duration("5555555555555555555555555550s"),
+        None
+    );
+    assert_eq!(
+        container::parse_go_duration(&format!("{}h", "9".repeat(400))),
+        None
+    );
     let rs = ContainerSetRetryStrategy {
         duration: Some("99999999999999999999999h".into()),
         ..Default::default()
