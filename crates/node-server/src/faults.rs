@@ -265,7 +265,7 @@ impl Faults {
         let mut fired = self.fired.lock().unwrap_or_else(|p| p.into_inner());
         let mut out = Vec::new();
         for (i, (t, a)) in self.spec.timed.iter().enumerate() {
-            if running.iter().any(|c| *c == t.container) && fired.insert((pod_uid.to_string(), i)) {
+            if running.contains(&t.container) && fired.insert((pod_uid.to_string(), i)) {
                 out.push((t.after, *a));
             }
         }

@@ -338,10 +338,11 @@ impl Pods {
             };
             let uid = pod.metadata.uid.clone().unwrap_or_default();
             let dir = self.sa_dir(&uid);
-            if uids.contains(&uid) && dir.exists() {
-                if let Err(e) = self.project(&pod, "", &dir) {
-                    tracing::warn!(error = %e, pod = ?pod.metadata.name, "could not rewrite a projection");
-                }
+            if uids.contains(&uid)
+                && dir.exists()
+                && let Err(e) = self.project(&pod, "", &dir)
+            {
+                tracing::warn!(error = %e, pod = ?pod.metadata.name, "could not rewrite a projection");
             }
         }
         self.reproject.notify_waiters();

@@ -420,7 +420,7 @@ async fn raw_websocket_exec_frames() {
     // TLS by hand (rustls, the cluster CA), then the WebSocket handshake over it.
     let mut roots = rustls::RootCertStore::empty();
     use rustls::pki_types::pem::PemObject;
-    for c in rustls::pki_types::CertificateDer::pem_slice_iter(&s.ca_pem().as_bytes()) {
+    for c in rustls::pki_types::CertificateDer::pem_slice_iter(s.ca_pem().as_bytes()) {
         roots.add(c.unwrap()).unwrap();
     }
     let cfg = rustls::ClientConfig::builder()

@@ -34,7 +34,7 @@ fn executor(
     let sa = paths.service_account_dir();
     std::fs::create_dir_all(&sa).unwrap();
     std::fs::write(sa.join("token"), server.issue_token("default", "default", None)).unwrap();
-    std::fs::write(sa.join("ca.crt"), &server.ca_pem()).unwrap();
+    std::fs::write(sa.join("ca.crt"), server.ca_pem()).unwrap();
     std::fs::write(sa.join("namespace"), "default").unwrap();
     let port = server.kubelet_port().to_string();
     let node = server.node_name().to_string();
