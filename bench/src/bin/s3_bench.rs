@@ -8,7 +8,8 @@
 //! files of 4 KiB, 1 run; the median is printed). Wall time and peak RSS of each command
 //! come from GNU `time -f "%e %M"`. Every download is compared byte for byte (`cmp -s`,
 //! `diff -r`) with the source. Needs `bash scripts/pyenv.sh moto` and `… awscli`.
-//! `--size-mib`, `--files` and `--runs` are the size and run-count knobs. Besides the table,
+//! `--size-mib`, `--files` and `--runs` are the size and run-count knobs. Every command
+//! starts after a `sync`; the single-file upload alternates which tool goes first. Besides the table,
 //! one `BENCH-ROW` line per case as soon as it is measured (bench `s3`; goals: faster than
 //! the AWS CLI, and for the single file a peak RSS ≤ 128 MiB).
 
@@ -82,7 +83,10 @@ fn fill(path: &Path, bytes: u64, seed: u64) {
 }
 
 /// Run under GNU time; returns (seconds, peak RSS MiB).
+/// Wall time (s) and peak RSS (MiB) of `cmd`. Dirty pages are flushed first (`sync`, not
+/// timed), so neither tool pays for the writeback of the fixtures or of the other's run.
 fn timed(cmd: Command, what: &str) -> (f64, f64) {
+    let _ = Command::new("sync").status();
     let out_file = tempfile::NamedTempFile::new().unwrap();
     let prog = cmd.get_program().to_owned();
     let args: Vec<_> = cmd.get_args().map(ToOwned::to_owned).collect();
@@ -186,10 +190,10 @@ fn main() {
     };
     let mut cases: Vec<Case> = Vec::new();
     let mut run_case =
-        |name: String, rss_cap: Option<f64>, f: &mut dyn FnMut() -> ((f64, f64), (f64, f64))| {
+        |name: String, rss_cap: Option<f64>, f: &mut dyn FnMut(usize) -> ((f64, f64), (f64, f64))| {
             let (mut o, mut w) = (Vec::new(), Vec::new());
-            for _ in 0..a.runs {
-                let (x, y) = f();
+            for i in 0..a.runs {
+                let (x, y) = f(i);
                 o.push(x);
                 w.push(y);
             }
@@ -206,15 +210,23 @@ fn main() {
     run_case(
         format!("upload a {} file", size_label(a.size_mib)),
         Some(128.0),
-        &mut || {
+        &mut |i| {
             rm("ours/big");
             rm("aws/big");
-            let o = timed(ours(&["put", &loc("ours/big")], &big), "ours put");
-            let w = timed(
-                aws(&["cp", "--quiet", big.to_str().unwrap(), &s3url("aws/big")]),
-                "aws cp up",
-            );
-            (o, w)
+            let o = || timed(ours(&["put", &loc("ours/big")], &big), "ours put");
+            let w = || {
+                timed(
+                    aws(&["cp", "--quiet", big.to_str().unwrap(), &s3url("aws/big")]),
+                    "aws cp up",
+                )
+            };
+            // Odd runs go AWS CLI first, so the order (moto's growing store) evens out.
+            if i % 2 == 0 {
+                (o(), w())
+            } else {
+                let w = w();
+                (o(), w)
+            }
         },
     );
     if a.upload_only {
@@ -224,7 +236,7 @@ fn main() {
     run_case(
         format!("download the {} file", size_label(a.size_mib)),
         Some(128.0),
-        &mut || {
+        &mut |_| {
             let _ = std::fs::remove_file(&out);
             let o = timed(ours(&["get", &loc("ours/big")], &out), "ours get");
             same(&big, &out);
@@ -240,7 +252,7 @@ fn main() {
     );
     rm("ours/big");
     rm("aws/big");
-    run_case(format!("upload a {}-file directory", a.files), None, &mut || {
+    run_case(format!("upload a {}-file directory", a.files), None, &mut |_| {
         rm("ours/tree");
         rm("aws/tree");
         let o = timed(
@@ -256,7 +268,7 @@ fn main() {
     run_case(
         format!("download the {}-file directory", a.files),
         None,
-        &mut || {
+        &mut |_| {
             let _ = std::fs::remove_dir_all(&out);
             let o = timed(ours(&["get", &loc("ours/tree")], &out), "ours get dir");
             same(&tree, &out);

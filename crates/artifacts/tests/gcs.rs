@@ -9,6 +9,8 @@
 //! existence, deletion and NotFound are tested through the driver; uploads are tested only
 //! for how their refusal is reported (`uploads_are_refused_by_this_emulator`).
 
+mod common;
+
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
@@ -116,21 +118,9 @@ async fn a_tarball_directory_streams_down_and_unpacks() {
         panic!("a tarball opens as a stream")
     };
     assert_eq!(size, Some(tgz.len() as u64));
-    let reader = tokio_util::io::SyncIoBridge::new(tokio_util::io::StreamReader::new(body));
     let dest = d.path().join("back/tree");
     let spill = d.path().join("back/spill");
-    let (dest2, spill2) = (dest.clone(), spill.clone());
-    let how = tokio::task::spawn_blocking(move || {
-        argoexec_archive::unpack_input_stream(
-            std::io::BufReader::new(reader),
-            &dest2,
-            argoexec_archive::Strategy::Auto,
-            &spill2,
-        )
-    })
-    .await
-    .unwrap()
-    .unwrap();
+    let how = common::unpack_stream(body, &dest, &spill).await;
     assert_eq!(
         how,
         argoexec_archive::Unpacked::Streamed(argoexec_archive::Format::TarGz)

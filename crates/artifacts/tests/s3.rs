@@ -3,6 +3,8 @@
 //! streamed objects and of directories; listing and deletion; NotFound; wrong credentials;
 //! an upload cut off by the server going away.
 
+mod common;
+
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
@@ -280,20 +282,8 @@ async fn an_empty_directory_round_trips_as_a_streamed_tarball() {
     let Opened::Stream { body, .. } = drv.open().await.unwrap() else {
         panic!()
     };
-    let reader = tokio_util::io::SyncIoBridge::new(tokio_util::io::StreamReader::new(body));
     let dest = d.path().join("back/empty");
-    let spill = d.path().join("back/spill");
-    let how = tokio::task::spawn_blocking(move || {
-        argoexec_archive::unpack_input_stream(
-            std::io::BufReader::new(reader),
-            &dest,
-            argoexec_archive::Strategy::Auto,
-            &spill,
-        )
-    })
-    .await
-    .unwrap()
-    .unwrap();
+    let how = common::unpack_stream(body, &dest, &d.path().join("back/spill")).await;
     assert_eq!(
         how,
         argoexec_archive::Unpacked::Streamed(argoexec_archive::Format::TarGz)

@@ -76,19 +76,6 @@ fn request(port: u16, method: &str, path: &str, ctype: &str, body: &[u8]) -> Opt
     Some((status, out[start..].to_vec()))
 }
 
-/// Percent-encode everything but unreserved characters (a query value).
-fn encode(s: &str) -> String {
-    let mut out = String::new();
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
 impl FakeGcs {
     /// Start the emulator and create `buckets`.
     ///
@@ -157,8 +144,8 @@ impl FakeGcs {
     pub fn put(&self, bucket: &str, key: &str, data: &[u8]) {
         let path = format!(
             "/upload/storage/v1/b/{}/o?uploadType=media&name={}",
-            encode(bucket),
-            encode(key)
+            crate::percent_encode(bucket),
+            crate::percent_encode(key)
         );
         let (status, body) = request(self.port, "POST", &path, "application/octet-stream", data)
             .expect("fake-gcs-server answers");

@@ -18,6 +18,20 @@ pub fn free_port() -> u16 {
         .expect("bind a port on 127.0.0.1")
 }
 
+/// Percent-encode everything but RFC 3986's unreserved characters (a query value or a path
+/// segment).
+pub fn percent_encode(s: &str) -> String {
+    let mut out = String::new();
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
 /// The workspace root (where `.venv-moto`, `.venv-fake-gcs` and `.venv-awscli` live).
 pub fn workspace_root() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -66,18 +66,6 @@ fn between<'a>(s: &'a str, open: &str, close: &str) -> &'a str {
     &s[start..end]
 }
 
-fn form(s: &str) -> String {
-    let mut out = String::new();
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
 impl Moto {
     /// Start moto and create `buckets` (names of 3+ characters).
     ///
@@ -130,7 +118,7 @@ impl Moto {
             "iam",
             &format!(
                 "Action=PutUserPolicy&UserName=argoexec&PolicyName=all&PolicyDocument={}&Version=2010-05-08",
-                form(policy)
+                crate::percent_encode(policy)
             ),
         );
         let key = request(

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use super::objects::{get, list_or_watch, object_body, patch};
+use super::objects::{create_body, get, list_or_watch, object_body, patch};
 use super::{Api, Target};
 use crate::configmaps::{CONFIG_MAPS, validate};
 use crate::http::{Query, Req, Resp, json as json_resp};
@@ -26,13 +26,7 @@ pub(super) async fn handle(
         ("list" | "watch", _, None, None) => list_or_watch(&api, &req, kind, &t, verb, &q),
         ("get", Some(ns), Some(n), None) => get(&api, &req, kind, ns, n),
         ("create", Some(ns), None, None) => {
-            let mut body = object_body(req).await?;
-            if body["kind"].as_str().is_some_and(|k| k != "ConfigMap") {
-                return Err(ApiError::bad_request(format!(
-                    "the API version in the data (v1) does not match the expected kind: {}",
-                    body["kind"]
-                )));
-            }
+            let mut body = create_body(req, "ConfigMap", "v1").await?;
             if body["metadata"]["name"].as_str().is_none_or(str::is_empty)
                 && let Some(g) = body["metadata"]["generateName"].as_str()
             {
@@ -46,16 +40,7 @@ pub(super) async fn handle(
             let body = object_body(req).await?;
             validate(&body)?;
             let o = api.store.update(kind, ns, n, |o| {
-                if o["immutable"] == true
-                    && (o["data"] != body["data"] || o["binaryData"] != body["binaryData"])
-                {
-                    return Err(ApiError::invalid(
-                        &CONFIG_MAPS,
-                        n,
-                        "data",
-                        "Forbidden: field is immutable when `immutable` is set",
-                    ));
-                }
+                keep_immutable(o, &body, n)?;
                 *o = body.clone();
                 Ok(())
             })?;
@@ -64,17 +49,7 @@ pub(super) async fn handle(
         ("patch", Some(ns), Some(n), None) => {
             patch(&api, req, kind, ns, n, |before, after| {
                 validate(after)?;
-                if before["immutable"] == true
-                    && (before["data"] != after["data"] || before["binaryData"] != after["binaryData"])
-                {
-                    return Err(ApiError::invalid(
-                        &CONFIG_MAPS,
-                        n,
-                        "data",
-                        "Forbidden: field is immutable when `immutable` is set",
-                    ));
-                }
-                Ok(())
+                keep_immutable(before, after, n)
             })
             .await
         }
@@ -91,4 +66,19 @@ pub(super) async fn handle(
         }
         _ => Err(ApiError::method_not_allowed(verb)),
     }
+}
+
+/// An `immutable` ConfigMap's `data` and `binaryData` may not change.
+fn keep_immutable(before: &serde_json::Value, after: &serde_json::Value, name: &str) -> Result<(), ApiError> {
+    if before["immutable"] == true
+        && (before["data"] != after["data"] || before["binaryData"] != after["binaryData"])
+    {
+        return Err(ApiError::invalid(
+            &CONFIG_MAPS,
+            name,
+            "data",
+            "Forbidden: field is immutable when `immutable` is set",
+        ));
+    }
+    Ok(())
 }

@@ -161,6 +161,19 @@ pub(super) async fn object_body(req: Req) -> Result<Value, ApiError> {
     Ok(v)
 }
 
+/// Read a create body that must be of `kind` (a body without `kind` is taken as one), as
+/// the API server's decoder checks it against the URL's resource.
+pub(super) async fn create_body(req: Req, kind: &str, api_version: &str) -> Result<Value, ApiError> {
+    let body = object_body(req).await?;
+    if body["kind"].as_str().is_some_and(|k| k != kind) {
+        return Err(ApiError::bad_request(format!(
+            "the API version in the data ({api_version}) does not match the expected kind: {}",
+            body["kind"]
+        )));
+    }
+    Ok(body)
+}
+
 /// `workflowtaskresults`: create, get, list, watch, patch, update, delete.
 pub(super) async fn task_results(
     api: Arc<Api>,
@@ -175,13 +188,7 @@ pub(super) async fn task_results(
         ("list" | "watch", _, None, None) => list_or_watch(&api, &req, kind, &t, verb, &q),
         ("get", Some(ns), Some(n), None) => get(&api, &req, kind, ns, n),
         ("create", Some(ns), None, None) => {
-            let mut body = object_body(req).await?;
-            if body["kind"].as_str().is_some_and(|k| k != "WorkflowTaskResult") {
-                return Err(ApiError::bad_request(format!(
-                    "the API version in the data (argoproj.io/v1alpha1) does not match the expected kind: {}",
-                    body["kind"]
-                )));
-            }
+            let mut body = create_body(req, "WorkflowTaskResult", "argoproj.io/v1alpha1").await?;
             let name = match body["metadata"]["name"].as_str().filter(|n| !n.is_empty()) {
                 Some(n) => n.to_string(),
                 None => match body["metadata"]["generateName"].as_str() {
