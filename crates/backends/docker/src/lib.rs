@@ -45,6 +45,8 @@ use tokio_util::sync::CancellationToken;
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 /// Default longest gap between two chunks of a response body (archive, log).
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long `wait` rides out a daemon that does not answer (a restart) before giving up.
+pub const DEFAULT_OUTAGE_TOLERANCE: Duration = Duration::from_secs(120);
 
 /// The docker backend for one pod.
 #[derive(Debug, Clone)]
@@ -54,6 +56,7 @@ pub struct DockerExecutor {
     namespace: String,
     pod_name: String,
     idle_timeout: Duration,
+    outage: Duration,
 }
 
 impl DockerExecutor {
@@ -72,7 +75,16 @@ impl DockerExecutor {
             namespace: namespace.to_string(),
             pod_name: pod_name.to_string(),
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            outage: DEFAULT_OUTAGE_TOLERANCE,
         })
+    }
+
+    /// Set how long `wait` keeps retrying while the daemon does not answer (default
+    /// [`DEFAULT_OUTAGE_TOLERANCE`]): a daemon restart shorter than this is ridden out.
+    #[must_use]
+    pub fn with_outage_tolerance(mut self, outage: Duration) -> Self {
+        self.outage = outage;
+        self
     }
 
     /// Set the longest gap between two chunks of a response body before the read fails as

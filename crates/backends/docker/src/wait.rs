@@ -13,6 +13,11 @@
 //! container") is re-mapped at the next evaluation. Each exit code comes from inspecting
 //! `State.ExitCode`.
 //!
+//! A daemon that stops answering (a restart) is retried with backoff for the executor's
+//! outage tolerance (`with_outage_tolerance`, default 120 s); containers kept by
+//! `live-restore`, or stopped by the shutdown, are then judged as usual. A socket mounted as a
+//! file cannot follow a restart (the new daemon binds a new file), which the final error says.
+//!
 //! `/containers/{id}/wait` is not used: it cannot wait for a container that does not exist
 //! yet, returns at once for a created-but-not-started one, and (in bollard) turns a non-zero
 //! exit code into an error — the event stream covers every case with one connection.
@@ -40,8 +45,6 @@ const EVENTS_SLACK_SECS: u64 = 2;
 /// First and largest pause before re-subscribing or retrying after a transient failure.
 const BACKOFF_START: Duration = Duration::from_millis(100);
 const BACKOFF_MAX: Duration = Duration::from_secs(5);
-/// Consecutive transient failures tolerated before giving up.
-const MAX_TRANSIENT_FAILURES: u32 = 20;
 
 /// How an internal wait ended.
 #[derive(Debug)]
@@ -164,7 +167,8 @@ impl DockerExecutor {
         let mut done = BTreeMap::new();
         let mut events = self.subscribe();
         let mut backoff = BACKOFF_START;
-        let mut failures = 0u32;
+        // Since when the daemon has not answered (transient failures in a row).
+        let mut down_since: Option<Instant> = None;
         let far = Instant::now() + Duration::from_secs(86_400 * 365);
         let deadline_at = deadline.unwrap_or(far);
         loop {
@@ -173,7 +177,9 @@ impl DockerExecutor {
             }
             match self.evaluate(action, &mut pending, &mut done).await {
                 Ok(why) => {
-                    failures = 0;
+                    if let Some(t) = down_since.take() {
+                        tracing::info!(after = ?t.elapsed(), "the Docker daemon answers again");
+                    }
                     if pending.is_empty() {
                         let exits = names
                             .iter()
@@ -186,9 +192,23 @@ impl DockerExecutor {
                     }
                     tracing::debug!(pending = ?why, "waiting for containers");
                 }
-                Err(e) if e.kind() == ErrorKind::Transient && failures < MAX_TRANSIENT_FAILURES => {
-                    failures += 1;
-                    tracing::warn!(error = %e, attempt = failures, "transient failure while waiting; retrying");
+                Err(e) if e.kind() == ErrorKind::Transient => {
+                    let since = *down_since.get_or_insert_with(Instant::now);
+                    if since.elapsed() >= self.outage {
+                        return Err(error(
+                            ErrorKind::Transient,
+                            action,
+                            &who,
+                            format!(
+                                "the Docker daemon has not answered for {} s ({e}): it is down, or it \
+                                 restarted and the socket mounted into this pod is stale (a restarted \
+                                 daemon listens on a new socket file, a file mount keeps the old one: \
+                                 Argo #9129); the emissary, kubelet and k8sapi executors need no socket",
+                                since.elapsed().as_secs()
+                            ),
+                        ));
+                    }
+                    tracing::warn!(error = %e, down_for = ?since.elapsed(), "the Docker daemon does not answer; retrying");
                     pause(backoff, cancel, action, &who).await?;
                     backoff = (backoff * 2).min(BACKOFF_MAX);
                     continue;

@@ -32,6 +32,7 @@ static SEQ: AtomicU32 = AtomicU32::new(0);
 pub struct TestPod {
     pub exec: DockerExecutor,
     pub pod: String,
+    socket: String,
     ids: Arc<Mutex<Vec<String>>>,
 }
 
@@ -42,6 +43,7 @@ impl Drop for TestPod {
             return;
         }
         let out = std::process::Command::new("/usr/bin/docker")
+            .args(["-H", &format!("unix://{}", self.socket)])
             .arg("rm")
             .arg("-f")
             .args(&ids)
@@ -61,6 +63,11 @@ impl TestPod {
     /// A fresh pod, or `None` (skip) when the daemon is unreachable and
     /// `ARGOEXEC_SKIP_DOCKER_TESTS=1`. Without that variable an unreachable daemon fails the test.
     pub async fn new() -> Option<Self> {
+        Self::on(&socket()).await
+    }
+
+    /// A fresh pod on the daemon at `socket` (as [`TestPod::new`] for the default one).
+    pub async fn on(socket: &str) -> Option<Self> {
         let nanos = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|d| d.subsec_nanos())
@@ -70,11 +77,12 @@ impl TestPod {
             std::process::id(),
             SEQ.fetch_add(1, Ordering::Relaxed)
         );
-        let socket = socket();
+        let socket = socket.to_string();
         match DockerExecutor::connect(Path::new(&socket), NAMESPACE, &pod).await {
             Ok(exec) => Some(Self {
                 exec,
                 pod,
+                socket,
                 ids: Arc::default(),
             }),
             Err(e) if std::env::var("ARGOEXEC_SKIP_DOCKER_TESTS").as_deref() == Ok("1") => {
@@ -212,6 +220,24 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for WaitProbe {
 pub fn wait_probe() -> (tracing::subscriber::DefaultGuard, mpsc::UnboundedReceiver<String>) {
     let (tx, rx) = mpsc::unbounded_channel();
     let subscriber = tracing_subscriber::registry().with(WaitProbe(tx));
+    (tracing::subscriber::set_default(subscriber), rx)
+}
+
+/// A tracing layer forwarding the fields of every event.
+struct EventProbe(mpsc::UnboundedSender<String>);
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for EventProbe {
+    fn on_event(&self, event: &tracing::Event<'_>, _ctx: Context<'_, S>) {
+        let mut f = Fields(String::new(), false);
+        event.record(&mut f);
+        let _ = self.0.send(f.0);
+    }
+}
+
+/// Like [`wait_probe`], for every event the backend logs (fields as `name=value`).
+pub fn event_probe() -> (tracing::subscriber::DefaultGuard, mpsc::UnboundedReceiver<String>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let subscriber = tracing_subscriber::registry().with(EventProbe(tx));
     (tracing::subscriber::set_default(subscriber), rx)
 }
 
