@@ -85,6 +85,39 @@ pub(crate) fn check_symlink_target(entry: &str, rel: &Path, target: &[u8]) -> Re
     Ok(())
 }
 
+/// Check every symlink below `root` (not followed) against the rules of
+/// [`check_symlink_target`] with `root` as the destination.
+///
+/// # Errors
+/// [`ArchiveError::Unsafe`] naming the first link that points out of `root`, or I/O errors.
+pub(crate) fn links_stay_inside(root: &Path) -> Result<(), ArchiveError> {
+    let mut stack = vec![PathBuf::new()];
+    while let Some(rel) = stack.pop() {
+        let dir = root.join(&rel);
+        for entry in fs::read_dir(&dir).map_err(|e| ArchiveError::io("read", &dir, e))? {
+            let entry = entry.map_err(|e| ArchiveError::io("read", &dir, e))?;
+            let child = rel.join(entry.file_name());
+            let kind = entry
+                .file_type()
+                .map_err(|e| ArchiveError::io("stat", root.join(&child), e))?;
+            if kind.is_dir() {
+                stack.push(child);
+            } else if kind.is_symlink() {
+                let at = root.join(&child);
+                let target = fs::read_link(&at).map_err(|e| ArchiveError::io("read link", &at, e))?;
+                let name = child.to_string_lossy();
+                check_symlink_target(&name, &child, target.as_os_str().as_encoded_bytes()).map_err(|_| {
+                    ArchiveError::refused(
+                        name.into_owned(),
+                        "symlink target escapes the single top-level directory that becomes the destination",
+                    )
+                })?;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Resolve a hard-link target to a path inside `dest` that passes through no symlink.
 pub(crate) fn hardlink_source(dest: &Path, entry: &str, target: &[u8]) -> Result<PathBuf, ArchiveError> {
     let rel = sanitize_entry_path(target)

@@ -199,10 +199,29 @@ fn extract_and_place(
             });
         }
     };
-    let content = match tops.as_slice() {
+    place(tmp, &tops, dest, mount_point)
+}
+
+/// Put what was extracted into `tmp` (top-level entries `tops`) at `dest`: a single
+/// top-level entry becomes `dest` itself (Argo's rule), otherwise `tmp` does; into an empty
+/// mount point, the content is moved inside it.
+///
+/// Symlinks were checked against `tmp`. Promoting a single top-level directory makes the
+/// allowed tree one level smaller, so a link such as `top/x -> ../y` (inside `tmp`, outside
+/// `top`) would now point out of `dest`: such an archive is refused (found by fuzzing).
+pub(crate) fn place(
+    tmp: &Path,
+    tops: &[PathBuf],
+    dest: &Path,
+    mount_point: bool,
+) -> Result<(), ArchiveError> {
+    let content = match tops {
         [one] => tmp.join(one),
         _ => tmp.to_path_buf(),
     };
+    if content != tmp && content.is_dir() && !content.is_symlink() {
+        crate::safety::links_stay_inside(&content)?;
+    }
     if mount_point {
         merge_into(&content, dest)
     } else {

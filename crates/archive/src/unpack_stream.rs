@@ -7,7 +7,7 @@
 use std::io::{BufRead, Read, Write};
 use std::path::Path;
 
-use crate::unpack::{is_empty_dir, merge_into, move_path, remove_any, with_suffix};
+use crate::unpack::{is_empty_dir, remove_any, with_suffix};
 use crate::{ArchiveError, Format, Strategy, detect_prefix, extract_tar, extract_tar_gz};
 
 const PREFIX: usize = 64 << 10;
@@ -79,15 +79,7 @@ pub fn unpack_input_stream(
             Format::TarZst => crate::extract_tar_zst(whole, &tmp)?,
             _ => extract_tar(whole, &tmp)?,
         };
-        let content = match tops.as_slice() {
-            [one] => tmp.join(one),
-            _ => tmp.clone(),
-        };
-        if mount_point {
-            merge_into(&content, dest)
-        } else {
-            move_path(&content, dest)
-        }
+        crate::unpack::place(&tmp, &tops, dest, mount_point)
     })();
     remove_any(&tmp);
     result.map(|()| Unpacked::Streamed(format))

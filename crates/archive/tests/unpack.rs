@@ -162,3 +162,56 @@ fn missing_download_is_not_found() {
     let err = unpack_input(&d.path().join("nope"), &d.path().join("dest"), Strategy::Auto).unwrap_err();
     assert!(err.is_not_found(), "{err}");
 }
+
+/// A symlink checked against the extraction directory can point out of `dest` once the
+/// single top-level directory is promoted to `dest` (`top/x -> ../y`): refused, for tar
+/// (file and stream) and zip, and nothing is left. A link that stays inside `top` is kept.
+#[test]
+fn links_out_of_a_promoted_top_directory_are_refused() {
+    use tar::EntryType::{Directory, Regular, Symlink};
+    let escaping = evil_tar(&[
+        ("top/", Directory, None),
+        ("top/a.txt", Regular, None),
+        ("top/x", Symlink, Some("../a.txt")),
+    ]);
+    let inside = evil_tar(&[
+        ("top/", Directory, None),
+        ("top/a.txt", Regular, None),
+        ("top/sub/", Directory, None),
+        ("top/sub/x", Symlink, Some("../a.txt")),
+    ]);
+    let d = tempfile::tempdir().unwrap();
+    let dl = d.path().join("dl");
+    let dest = d.path().join("in/art");
+
+    fs::write(&dl, &escaping).unwrap();
+    let e = unpack_input(&dl, &dest, Strategy::Tar).unwrap_err();
+    assert!(matches!(e, ArchiveError::Unsafe { .. }), "{e}");
+    assert!(e.to_string().contains("top-level"), "{e}");
+    assert!(fs::symlink_metadata(&dest).is_err());
+    assert_eq!(leftovers(&d.path().join("in")), Vec::<String>::new());
+
+    let spill = d.path().join("spill");
+    let e = unpack_input_stream(&escaping[..], &dest, Strategy::Auto, &spill).unwrap_err();
+    assert!(matches!(e, ArchiveError::Unsafe { .. }), "{e}");
+    assert!(fs::symlink_metadata(&dest).is_err());
+
+    let zf = d.path().join("dl.zip");
+    {
+        let mut z = zip::ZipWriter::new(fs::File::create(&zf).unwrap());
+        let o = zip::write::SimpleFileOptions::default();
+        z.add_directory("top/", o).unwrap();
+        z.start_file("top/a.txt", o).unwrap();
+        std::io::Write::write_all(&mut z, b"a").unwrap();
+        z.add_symlink("top/x", "../a.txt", o).unwrap();
+        z.finish().unwrap();
+    }
+    let e = unpack_input(&zf, &dest, Strategy::Zip).unwrap_err();
+    assert!(matches!(e, ArchiveError::Unsafe { .. }), "{e}");
+    assert!(fs::symlink_metadata(&dest).is_err());
+
+    fs::write(&dl, &inside).unwrap();
+    unpack_input(&dl, &dest, Strategy::Tar).unwrap();
+    assert_eq!(fs::read_link(dest.join("sub/x")).unwrap(), Path::new("../a.txt"));
+    assert_eq!(fs::read_to_string(dest.join("sub/x")).unwrap(), "pwned");
+}
