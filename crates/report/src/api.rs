@@ -295,15 +295,16 @@ fn transport(action: &'static str, object: &str, err: &(dyn std::error::Error + 
 /// Whether a rustls certificate error is somewhere in the chain (also inside `io::Error`s,
 /// whose `source()` skips the error they wrap).
 fn is_tls_verification_failure(err: &(dyn std::error::Error + 'static)) -> bool {
-    let is_cert = |e: &(dyn std::error::Error + 'static)| {
-        matches!(
-            e.downcast_ref::<rustls::Error>(),
-            Some(
-                rustls::Error::InvalidCertificate(_)
-                    | rustls::Error::NoCertificatesPresented
-                    | rustls::Error::UnsupportedNameType
-            )
-        )
+    // The in-cluster verifier (`argoexec_kube::tls::NameFallbackVerifier`) reports its
+    // failure, naming the CA file and every name tried, as `General("x509: …")`.
+    let is_cert = |e: &(dyn std::error::Error + 'static)| match e.downcast_ref::<rustls::Error>() {
+        Some(
+            rustls::Error::InvalidCertificate(_)
+            | rustls::Error::NoCertificatesPresented
+            | rustls::Error::UnsupportedNameType,
+        ) => true,
+        Some(rustls::Error::General(m)) => m.starts_with("x509:"),
+        _ => false,
     };
     let mut cur = Some(err);
     while let Some(e) = cur {
