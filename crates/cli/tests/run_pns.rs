@@ -76,12 +76,18 @@ fn mains_living_a_few_milliseconds_lose_no_base_layer_outputs_in_200_runs() {
         for _ in 0..4 {
             s.spawn(|| {
                 while next.fetch_add(1, Ordering::Relaxed) < runs {
-                    let r = run_yaml(&y, "pns", &[]);
+                    // wait's debug log is kept, so a loss shows what the tracker saw.
+                    let logs = tempfile::tempdir().unwrap();
+                    let dir = logs.path().to_str().unwrap();
+                    let r = run_yaml(&y, "pns", &["--logs", dir, "--executor-loglevel", "debug"]);
                     let ok = r.phase() == "Succeeded"
                         && r.param("q").as_deref() == Some("q")
                         && r.artifact("a").is_some_and(|p| p.exists());
                     if !ok {
-                        lost.lock().unwrap().push(r.dump());
+                        let wait = std::fs::read_to_string(logs.path().join("wait.log")).unwrap_or_default();
+                        lost.lock()
+                            .unwrap()
+                            .push(format!("{}\nwait's log:\n{wait}", r.dump()));
                     }
                 }
             });

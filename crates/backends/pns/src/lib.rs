@@ -190,13 +190,16 @@ impl PnsExecutor {
         })
     }
 
+    /// The held root of `container`'s process, and whether it was taken after its exec
+    /// ([`Seen::root_final`]).
     async fn root_of(
         &self,
         container: &str,
         action: &'static str,
-    ) -> Result<Arc<std::os::fd::OwnedFd>, RuntimeError> {
+    ) -> Result<(Arc<std::os::fd::OwnedFd>, bool), RuntimeError> {
         let p = self.process(container, action).await?;
-        p.root.clone().ok_or_else(|| {
+        let fin = p.root_final;
+        p.root.clone().map(|r| (r, fin)).ok_or_else(|| {
             error(
                 ErrorKind::Fatal,
                 action,
@@ -312,12 +315,12 @@ impl RuntimeExecutor for PnsExecutor {
     }
 
     async fn get_file_contents(&self, container: &str, path: &Path) -> Result<Vec<u8>, RuntimeError> {
-        let root = self.root_of(container, "read file from").await?;
+        let (root, fin) = self.root_of(container, "read file from").await?;
         let p = path.to_path_buf();
         tokio::task::spawn_blocking(move || files::read(root, &p))
             .await
             .map_err(|e| error(ErrorKind::Fatal, "read file from", container, e.to_string()))?
-            .map_err(|(k, m)| error(k, "read file from", container, m))
+            .map_err(|(k, m)| error(k, "read file from", container, unsettled(k, m, fin)))
     }
 
     async fn copy_file(
@@ -327,12 +330,12 @@ impl RuntimeExecutor for PnsExecutor {
         dest: &Path,
         level: Option<u32>,
     ) -> Result<(), RuntimeError> {
-        let root = self.root_of(container, "copy file from").await?;
+        let (root, fin) = self.root_of(container, "copy file from").await?;
         let (s, d) = (src.to_path_buf(), dest.to_path_buf());
         let n = tokio::task::spawn_blocking(move || files::archive_to(root, &s, &d, level))
             .await
             .map_err(|e| error(ErrorKind::Fatal, "copy file from", container, e.to_string()))?
-            .map_err(|(k, m)| error(k, "copy file from", container, m))?;
+            .map_err(|(k, m)| error(k, "copy file from", container, unsettled(k, m, fin)))?;
         tracing::debug!(container, src = %src.display(), tar_bytes = n, "archived through the held root");
         Ok(())
     }
@@ -415,4 +418,18 @@ impl RuntimeExecutor for PnsExecutor {
         }
         Ok(names)
     }
+}
+
+/// A missing file in a root taken before the process's exec (see [`Seen::root_final`]) may
+/// be a root taken too early rather than a file main never wrote: say so.
+fn unsettled(kind: ErrorKind, message: String, root_final: bool) -> String {
+    if kind != ErrorKind::NotFound || root_final {
+        return message;
+    }
+    format!(
+        "{message} (the process exited before wait saw it after its exec, so the root held is \
+         the one taken while runc set the container up: if main did write the file, wait's /proc \
+         scan was starved of CPU; put outputs of mains that exit within milliseconds on a volume \
+         or use the emissary executor)"
+    )
 }

@@ -43,6 +43,11 @@ pub struct Seen {
     pub root: Option<Arc<OwnedFd>>,
     /// Why the root could not be opened (usually: a different user without `CAP_SYS_PTRACE`).
     pub root_error: Option<String>,
+    /// Whether `root` was taken after the process carried its name, i.e. after its exec,
+    /// so it is surely the container's. A process that exited while still unnamed keeps the
+    /// last root taken during runc's init, which is right unless every look between
+    /// `pivot_root` and the exit was missed.
+    pub root_final: bool,
     /// The name from `environ`, or resolved from the container id.
     pub name: Option<String>,
     /// The container id from the cgroup.
@@ -299,6 +304,7 @@ impl Inner {
             let seen = Seen {
                 pid,
                 pidfd: Arc::new(pidfd),
+                root_final: name.is_some() && root.is_some(),
                 root,
                 root_error,
                 name,
@@ -328,6 +334,8 @@ fn refresh(dir: &ProcDir, p: &mut Seen) -> bool {
     {
         p.root = Some(Arc::new(r));
         p.root_error = None;
+        // The name was read before this root was opened: the exec had happened.
+        p.root_final = id.name.is_some();
     }
     if p.name.is_none() && id.name.is_some() && !exited(&p.pidfd) {
         p.name = id.name;
