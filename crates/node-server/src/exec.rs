@@ -274,11 +274,12 @@ pub fn decode_client_message(p: Protocol, m: &Message) -> ClientMessage {
     let data: Vec<u8> = match m {
         Message::Binary(b) => b.to_vec(),
         Message::Text(t) if p.base64 => {
-            let t = t.as_str();
-            let Some(ch) = t.bytes().next() else {
+            // Bytes, not chars: a frame starting with a multi-byte character is ignored
+            // (found by the ws_frames fuzzer: slicing the str at 1 panicked).
+            let Some((&ch, rest)) = t.as_bytes().split_first() else {
                 return ClientMessage::Ignored;
             };
-            match STANDARD.decode(&t[1..]) {
+            match STANDARD.decode(rest) {
                 Ok(mut d) => {
                     d.insert(0, ch.wrapping_sub(b'0'));
                     d
@@ -482,5 +483,23 @@ mod tests {
         assert!(pick(Some("v5.channel.k8s.io")).unwrap().unwrap().v5);
         assert!(pick(Some("x, y")).is_none());
         assert_eq!(pick(None), Some(None));
+    }
+
+    /// A base64 text frame is `[digit][base64]`; one starting with a multi-byte character is
+    /// ignored, never a panic (found by the ws_frames fuzzer).
+    #[test]
+    fn base64_text_frames_are_read_as_bytes() {
+        let p = Protocol::of("base64.channel.k8s.io");
+        let text = |s: &str| Message::Text(s.into());
+        assert!(matches!(
+            decode_client_message(p, &text("0aGk=")),
+            ClientMessage::Input(Input::Stdin(b)) if &b[..] == b"hi"
+        ));
+        for odd in ["\u{fffd}aGk=", "é", "€0", ""] {
+            assert!(
+                matches!(decode_client_message(p, &text(odd)), ClientMessage::Ignored),
+                "{odd:?}"
+            );
+        }
     }
 }
