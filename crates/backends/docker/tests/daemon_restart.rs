@@ -205,18 +205,34 @@ fn release(d: &PrivateDaemon, id: &str) {
     );
 }
 
+/// Start main in `t`, and `exec.wait` for it on a task once it printed `ready`; returns
+/// when the wait is blocked on main running. The probe (kept alive by the guard) reports
+/// the backend's events.
+async fn main_waited_on(
+    t: &TestPod,
+    exec: DockerExecutor,
+) -> (
+    String,
+    tokio::task::JoinHandle<Result<Vec<argoexec_runtime::ContainerExit>, argoexec_runtime::RuntimeError>>,
+    tracing::subscriber::DefaultGuard,
+    tokio::sync::mpsc::UnboundedReceiver<String>,
+) {
+    let id = t.run("main", MAIN).await;
+    t.await_line(&id, "ready").await;
+    let (guard, mut probe) = event_probe();
+    let waiter = tokio::spawn(async move { exec.wait(&names(&["main"]), CancellationToken::new()).await });
+    blocked_on(&mut probe, "\"main\", \"running\"").await;
+    (id, waiter, guard, probe)
+}
+
 #[tokio::test]
 async fn wait_rides_out_a_daemon_restart_with_live_restore() {
     let Some(mut d) = PrivateDaemon::start(true) else {
         return;
     };
     let t = TestPod::on(d.socket().to_str().unwrap()).await.expect("pod");
-    let id = t.run("main", MAIN).await;
-    t.await_line(&id, "ready").await;
-    let (_guard, mut probe) = event_probe();
     let exec = t.exec.clone();
-    let waiter = tokio::spawn(async move { exec.wait(&names(&["main"]), CancellationToken::new()).await });
-    blocked_on(&mut probe, "\"main\", \"running\"").await;
+    let (id, waiter, _guard, mut probe) = main_waited_on(&t, exec).await;
 
     let d = tokio::task::spawn_blocking(move || {
         d.stop();
@@ -250,12 +266,8 @@ async fn a_main_stopped_by_the_daemon_shutdown_is_reported_after_the_restart() {
         return;
     };
     let t = TestPod::on(d.socket().to_str().unwrap()).await.expect("pod");
-    let id = t.run("main", MAIN).await;
-    t.await_line(&id, "ready").await;
-    let (_guard, mut probe) = event_probe();
     let exec = t.exec.clone();
-    let waiter = tokio::spawn(async move { exec.wait(&names(&["main"]), CancellationToken::new()).await });
-    blocked_on(&mut probe, "\"main\", \"running\"").await;
+    let (_id, waiter, _guard, _probe) = main_waited_on(&t, exec).await;
     let d = tokio::task::spawn_blocking(move || {
         let mut d = d;
         d.restart();
@@ -295,11 +307,7 @@ async fn a_socket_mounted_as_a_file_goes_stale_and_says_so() {
         .await
         .expect("the mounted socket answers before the restart")
         .with_outage_tolerance(Duration::from_secs(2));
-    let id = t.run("main", MAIN).await;
-    t.await_line(&id, "ready").await;
-    let (_guard, mut probe) = event_probe();
-    let waiter = tokio::spawn(async move { exec.wait(&names(&["main"]), CancellationToken::new()).await });
-    blocked_on(&mut probe, "\"main\", \"running\"").await;
+    let (id, waiter, _guard, _probe) = main_waited_on(&t, exec).await;
     let d = tokio::task::spawn_blocking(move || {
         let mut d = d;
         d.restart();
