@@ -420,14 +420,7 @@ pub fn build_pod(
             namespace: Some(wf.namespace.clone()),
             labels: Some(labels),
             annotations: Some(annotations),
-            owner_references: Some(vec![OwnerReference {
-                api_version: "argoproj.io/v1alpha1".into(),
-                kind: "Workflow".into(),
-                name: wf.name.clone(),
-                uid: wf.uid.clone(),
-                controller: Some(true),
-                block_owner_deletion: Some(true),
-            }]),
+            owner_references: Some(vec![crate::build::workflow_owner(wf)]),
             ..Default::default()
         },
         spec: Some(core::PodSpec {
@@ -571,4 +564,17 @@ fn wrap_for_emissary(
     wrapped.extend(command);
     k.command = Some(wrapped);
     Ok(())
+}
+
+/// The owner reference every object of a workflow's pod carries: the Workflow, as its
+/// controller (so deleting the workflow deletes them).
+pub(crate) fn workflow_owner(wf: &WorkflowMeta) -> OwnerReference {
+    OwnerReference {
+        api_version: "argoproj.io/v1alpha1".into(),
+        kind: "Workflow".into(),
+        name: wf.name.clone(),
+        uid: wf.uid.clone(),
+        controller: Some(true),
+        block_owner_deletion: Some(true),
+    }
 }

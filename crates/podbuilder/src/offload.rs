@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 use argoexec_core::Template;
 use argoexec_core::paths::{OFFLOADED_TEMPLATE_DIR, OFFLOADED_TEMPLATE_KEY};
 use k8s_openapi::api::core::v1 as core;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::build::{BuildError, WorkflowMeta};
 
@@ -72,14 +72,7 @@ pub fn template_config_map(
                 "workflows.argoproj.io/workflow".to_string(),
                 wf.name.clone(),
             )])),
-            owner_references: Some(vec![OwnerReference {
-                api_version: "argoproj.io/v1alpha1".into(),
-                kind: "Workflow".into(),
-                name: wf.name.clone(),
-                uid: wf.uid.clone(),
-                controller: Some(true),
-                block_owner_deletion: Some(true),
-            }]),
+            owner_references: Some(vec![crate::build::workflow_owner(wf)]),
             ..Default::default()
         },
         data: Some(BTreeMap::from([(OFFLOADED_TEMPLATE_KEY.to_string(), json)])),
