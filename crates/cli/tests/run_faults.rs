@@ -227,6 +227,27 @@ fn an_oom_killed_main_fails_with_oomkilled_and_keeps_earlier_outputs() {
     }
 }
 
+#[test]
+fn a_main_whose_pid_1_is_sigkilled_ends_failed_and_never_hangs() {
+    if !docker_available() {
+        return;
+    }
+    // Under the emissary, main's PID 1 is the wrapper: killed, it never writes `exitcode`
+    // (Argo #9083, where wait then polled forever). Its liveness lock tells wait instead.
+    let y = wf(
+        "sigkilled",
+        "volumes: [{name: out, emptyDir: {}}]\ncontainer:\n  image: busybox\n  command: [sh, -c]\n  args: ['echo -n 42 > /out/answer; sleep 30']\n  volumeMounts: [{name: out, mountPath: /out}]\noutputs:\n  parameters: [{name: answer, valueFrom: {path: /out/answer}}]",
+    );
+    for ex in only(&ALL_EXECUTORS) {
+        let r = run_yaml(&y, ex, &["--faults", "sigkill=main-running+500"]);
+        assert!(acted(&r, "SigKill"), "{ex}: {}", r.dump());
+        assert_eq!(r.phase(), "Failed", "{ex}: {}", r.dump());
+        assert_eq!(r.message(), "Error (exit code 137)", "{ex}: {}", r.dump());
+        assert_eq!(r.exit_of("main"), Some(137), "{ex}: {}", r.dump());
+        assert_eq!(r.param("answer").as_deref(), Some("42"), "{ex}: {}", r.dump());
+    }
+}
+
 /// A step whose main writes 24 MiB of random bytes as a base-layer artifact, and a small
 /// parameter beside it.
 fn big_output_step(name: &str) -> String {

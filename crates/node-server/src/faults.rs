@@ -19,6 +19,7 @@
 //! | `ca-rotate=T` | at T a new cluster CA signs new serving certificates; pods' `ca.crt` becomes old + new |
 //! | `evict=T` | at T the pod is evicted as under node pressure (phase `Failed`, reason `Evicted`) |
 //! | `delete=T` | at T the pod is deleted (its grace period applies) |
+//! | `sigkill=T` | at T the trigger's container gets SIGKILL in its PID 1 (an emissary wrapper killed as the OOM killer would) |
 //! | `emptydir-size=NAME:SIZE` | the pod's `emptyDir` NAME becomes a tmpfs of SIZE (a quantity, e.g. `48Mi`): a full disk |
 //!
 //! A trigger `T` is `<container>-running[+MS]`: MS ms (0) after that container of a pod
@@ -74,6 +75,8 @@ pub enum Action {
     Evict,
     /// Delete the pod.
     Delete,
+    /// SIGKILL to the PID 1 of the trigger's container.
+    SigKill,
 }
 
 /// A parsed fault spec.
@@ -152,6 +155,7 @@ impl FaultSpec {
                 "ca-rotate" => f.timed.push((Trigger::parse(v)?, Action::CaRotate)),
                 "evict" => f.timed.push((Trigger::parse(v)?, Action::Evict)),
                 "delete" => f.timed.push((Trigger::parse(v)?, Action::Delete)),
+                "sigkill" => f.timed.push((Trigger::parse(v)?, Action::SigKill)),
                 "emptydir-size" => {
                     let (name, size) = v
                         .split_once(':')
@@ -260,13 +264,14 @@ impl Faults {
         })
     }
 
-    /// The timed actions of `pod_uid` due now that `running` containers run, each once.
-    pub fn due(&self, pod_uid: &str, running: &[String]) -> Vec<(Duration, Action)> {
+    /// The timed actions of `pod_uid` due now that `running` containers run, each once, with
+    /// the container of their trigger.
+    pub fn due(&self, pod_uid: &str, running: &[String]) -> Vec<(Duration, Action, String)> {
         let mut fired = self.fired.lock().unwrap_or_else(|p| p.into_inner());
         let mut out = Vec::new();
         for (i, (t, a)) in self.spec.timed.iter().enumerate() {
             if running.contains(&t.container) && fired.insert((pod_uid.to_string(), i)) {
-                out.push((t.after, *a));
+                out.push((t.after, *a, t.container.clone()));
             }
         }
         out
@@ -298,6 +303,9 @@ mod tests {
             )
         );
         assert_eq!(f.timed[1].1, Action::Evict);
+        let f = FaultSpec::parse("sigkill=main-running+300").unwrap();
+        assert_eq!(f.timed[0].1, Action::SigKill);
+        assert_eq!(f.timed[0].0.container, "main");
         let f = FaultSpec::parse("emptydir-size=var-run-argo:48Mi").unwrap();
         assert_eq!(f.small_volumes, vec![("var-run-argo".into(), "48Mi".into())]);
         assert!(FaultSpec::parse("").unwrap().is_empty());
@@ -341,11 +349,11 @@ mod tests {
         assert!(f.due("u1", &["init".into()]).is_empty());
         assert_eq!(
             f.due("u1", &["wait".into()]),
-            vec![(Duration::ZERO, Action::CaRotate)]
+            vec![(Duration::ZERO, Action::CaRotate, "wait".to_string())]
         );
         assert_eq!(
             f.due("u1", &["wait".into(), "main".into()]),
-            vec![(Duration::from_millis(5), Action::Delete)]
+            vec![(Duration::from_millis(5), Action::Delete, "main".to_string())]
         );
         assert!(f.due("u1", &["wait".into(), "main".into()]).is_empty());
         assert_eq!(f.due("u2", &["main".into()]).len(), 1);

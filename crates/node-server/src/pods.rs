@@ -56,6 +56,8 @@ pub struct FaultEvent {
     pub after: Duration,
     /// What to do.
     pub action: Action,
+    /// The container of the trigger.
+    pub container: String,
 }
 
 /// The pod manager.
@@ -315,12 +317,13 @@ impl Pods {
             .filter(|c| c.state.as_ref().is_some_and(|s| s.running.is_some()))
             .map(|c| c.name.clone())
             .collect();
-        for (after, action) in self.faults.due(uid, &running) {
+        for (after, action, container) in self.faults.due(uid, &running) {
             let _ = self.fault_tx.send(FaultEvent {
                 ns: ns.into(),
                 name: name.into(),
                 after,
                 action,
+                container,
             });
         }
     }
@@ -372,6 +375,29 @@ impl Pods {
         tracing::warn!(pod = %name, "fault: evicting the pod");
         run.evict(Duration::from_secs(grace));
         Ok(())
+    }
+
+    /// Send SIGKILL to the PID 1 of `container` of a running pod (a fault).
+    ///
+    /// # Errors
+    /// 404 when the pod or the container is not running here; Docker's refusal.
+    pub async fn sigkill(&self, ns: &str, name: &str, container: &str) -> Result<(), ApiError> {
+        let cur = self
+            .store
+            .get(Kind::Pod, ns, name)
+            .ok_or_else(|| ApiError::not_found(&PODS, name))?;
+        let uid = cur["metadata"]["uid"].as_str().unwrap_or("");
+        let entry = self
+            .lock()
+            .get(uid)
+            .cloned()
+            .ok_or_else(|| ApiError::not_found(&PODS, name))?;
+        let g = entry.run.lock().await;
+        let run = g.as_ref().ok_or_else(|| ApiError::not_found(&PODS, name))?;
+        tracing::warn!(pod = %name, container, "fault: SIGKILL to the container's PID 1");
+        run.signal(container, "KILL")
+            .await
+            .map_err(|e| ApiError::internal(e.to_string()))
     }
 
     /// Mark a pod that could not start as failed, with the node's message.

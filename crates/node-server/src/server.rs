@@ -439,6 +439,11 @@ impl FaultActions {
                 Ok(())
             }
             Action::Evict => self.pods.evict(&ev.ns, &ev.name).await.map_err(|e| e.message),
+            Action::SigKill => self
+                .pods
+                .sigkill(&ev.ns, &ev.name, &ev.container)
+                .await
+                .map_err(|e| e.message),
             Action::Delete => self
                 .pods
                 .delete(&ev.ns, &ev.name, None)

@@ -25,6 +25,7 @@ mod error;
 mod expand;
 mod lifecycle;
 mod node;
+mod oom;
 pub mod quantity;
 mod run;
 pub mod spec;

@@ -192,7 +192,16 @@ async fn wait_exit(s: &Shared, name: &str, id: &str) -> i64 {
         }
         None => -1,
     };
-    let inspect = s.docker.inspect_container(id, None).await.ok();
+    let mut inspect = s.docker.inspect_container(id, None).await.ok();
+    if let Some(i) = inspect.as_mut().filter(|i| crate::oom::may_be_late(i))
+        && s.stop_request().is_none()
+        && crate::oom::seen(&s.docker, id, i).await
+    {
+        tracing::debug!(container = name, %id, "OOM kill reported by Docker after the exit");
+        if let Some(st) = i.state.as_mut() {
+            st.oom_killed = Some(true);
+        }
+    }
     let message = status::read_termination_message(&s.pod_dir.join("termination").join(name));
     s.status
         .send_modify(|st| status::set_terminated(st, name, id, inspect.as_ref(), message, code as i32));

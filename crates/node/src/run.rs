@@ -139,6 +139,25 @@ impl PodRun {
         self.shared.request_stop(grace, StopReason::Evicted);
     }
 
+    /// Send `signal` (e.g. `KILL`) to the PID 1 of container `name` (fault injection).
+    ///
+    /// # Errors
+    /// `Invalid` when the container was never created; Docker's refusal (not running).
+    pub async fn signal(&self, name: &str, signal: &str) -> Result<(), NodeError> {
+        let id = self.container_id(name).ok_or_else(|| NodeError::Invalid {
+            pod: self.shared.pod.metadata.name.clone().unwrap_or_default(),
+            message: format!("no container {name:?}"),
+        })?;
+        let opts = bollard::query_parameters::KillContainerOptions {
+            signal: signal.to_string(),
+        };
+        self.shared
+            .docker
+            .kill_container(&id, Some(opts))
+            .await
+            .map_err(|e| NodeError::docker("kill container", name, e))
+    }
+
     /// The host directory backing volume `name`.
     pub fn volume_path(&self, name: &str) -> Option<&Path> {
         self.shared.volumes.get(name).map(|v| v.path.as_path())

@@ -10,6 +10,8 @@
 //! * `exitcode` is written atomically on every exit path once `ARGO_CONTAINER_NAME` is
 //!   known — the child's code, 128 + N for a signal death, 64 for a wrapper failure — and
 //!   always after `main`'s base-layer outputs are staged ([`stage`]);
+//! * beyond Argo: an `alive` lock held for the life of the process, so the wait side learns
+//!   of a wrapper killed before it could write `exitcode` ([`protocol::hold_alive`]);
 //! * a wrapper failure's message goes to stderr and is appended to the termination log.
 //!
 //! Modules: [`spawn`] (PATH lookup, process group, OOM preference, reaping), [`signals`]
@@ -36,6 +38,9 @@ use std::ffi::OsString;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::panic::AssertUnwindSafe;
+
+/// The liveness lock ([`protocol::hold_alive`]), open for the life of the process.
+static ALIVE: std::sync::OnceLock<std::fs::File> = std::sync::OnceLock::new();
 
 /// What the wrapper needs from its caller.
 #[derive(Debug, Clone)]
@@ -100,6 +105,14 @@ fn prepare_and_execute(
         path: dir.clone(),
         source,
     })?;
+    // Held until the process ends: its release tells the wait container that this wrapper is
+    // gone, even when it dies before writing `exitcode` (SIGKILL, the OOM killer).
+    match protocol::hold_alive(&dir) {
+        Ok(f) => {
+            let _ = ALIVE.set(f);
+        }
+        Err(e) => tracing::warn!("cannot create the liveness lock in {}: {e}", dir.display()),
+    }
     let (template, source) = argoexec_core::env::load_template(paths, |k| std::env::var(k).ok(), None)
         .map_err(SupervisorError::Template)?;
     tracing::debug!(?source, container = name, "loaded the template");

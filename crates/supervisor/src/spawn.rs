@@ -12,9 +12,13 @@
 //!   piped stdout/stderr and leads a new process group (`setpgid(0, 0)`), which is where
 //!   forwarded signals go. Its signal mask is cleared before `exec` (the wrapper blocks
 //!   everything; see `sys::clear_signal_mask_on_exec`).
-//! * Right after the spawn the child's `oom_score_adj` is raised to
-//!   `min(1000, wrapper's + 100)`, so under memory pressure the kernel kills the command and
-//!   the wrapper survives to write the exit code. Errors there are only logged.
+//! * Right after the spawn the child's `oom_score_adj` is raised above the wrapper's, so under
+//!   memory pressure the kernel kills the command and the wrapper survives to write the exit
+//!   code. The kernel's badness is RSS pages + adj × limit / 1000, and the wrapper's RSS
+//!   counts its resident binary pages (≈ 9 MiB measured), so a fixed +100 (2.4 MiB at a
+//!   24 MiB limit) lost to a tiny `tr` and the wrapper was killed (seen in the OOM test);
+//!   the raise is therefore at least enough to outweigh twice the wrapper's RSS at the
+//!   container's memory limit, and never under +100 ([`oom_raise`]). Errors are only logged.
 //! * The wrapper is a child subreaper, so orphaned grandchildren are re-parented to it;
 //!   [`reap`] collects every exited child and reports the one it is waiting for.
 
@@ -142,17 +146,53 @@ pub fn spawn(program: &Program) -> Result<Spawned, SupervisorError> {
     Ok(Spawned { pid, stdout, stderr })
 }
 
-/// Raise the child's `oom_score_adj` to `min(1000, own + 100)`; failures are logged only.
+/// Raise the child's `oom_score_adj` to `min(1000, own + oom_raise(…))`; failures are
+/// logged only.
 fn prefer_for_oom_kill(pid: i32) {
     let own = std::fs::read_to_string("/proc/self/oom_score_adj")
         .ok()
         .and_then(|s| s.trim().parse::<i32>().ok())
         .unwrap_or(0);
-    let target = (own + 100).min(1000);
+    let target = (own + oom_raise(own_rss_bytes(), memory_limit())).min(1000);
     match std::fs::write(format!("/proc/{pid}/oom_score_adj"), target.to_string()) {
         Ok(()) => tracing::debug!(pid, target, "raised the child's oom_score_adj"),
         Err(e) => tracing::debug!(pid, target, "could not set the child's oom_score_adj: {e}"),
     }
+}
+
+/// How far above the wrapper's `oom_score_adj` the child's goes: enough that
+/// `raise × limit / 1000` outweighs twice the wrapper's RSS, at least 100, at most 1000.
+/// Without a limit the OOM is node-wide, where 100 is already a tenth of the machine.
+pub fn oom_raise(wrapper_rss: u64, limit: Option<u64>) -> i32 {
+    let needed = limit
+        .filter(|l| *l > 0)
+        .map_or(0, |l| wrapper_rss.saturating_mul(2000).div_ceil(l));
+    needed.clamp(100, 1000) as i32
+}
+
+/// This process's resident set in bytes (0 when unknown).
+fn own_rss_bytes() -> u64 {
+    let pages = std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .unwrap_or(0);
+    let page = nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE)
+        .ok()
+        .flatten()
+        .map_or(4096, |p| p as u64);
+    pages * page
+}
+
+/// The container's memory limit: cgroup v2 `memory.max`, else v1 `memory.limit_in_bytes`
+/// (whose "unlimited" is a huge page-rounded number).
+fn memory_limit() -> Option<u64> {
+    let read = |p: &str| std::fs::read_to_string(p).ok();
+    if let Some(v) = read("/sys/fs/cgroup/memory.max") {
+        return v.trim().parse().ok();
+    }
+    read("/sys/fs/cgroup/memory/memory.limit_in_bytes")
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|l| *l < 1 << 60)
 }
 
 /// Make this process a child subreaper so orphaned descendants are re-parented to it.
@@ -224,5 +264,26 @@ mod tests {
             d.join("tool")
         );
         std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn the_oom_raise_outweighs_the_wrapper_at_the_limit() {
+        const MIB: u64 = 1 << 20;
+        // The measured case: a 9.1 MiB wrapper, a 24 MiB limit, a 0.5 MiB child at adj 0.
+        let raise = oom_raise(9 * MIB + MIB / 10, Some(24 * MIB));
+        let page = 4096;
+        let child = 128 * 1024 / page + u64::from(raise as u32) * (24 * MIB / page) / 1000;
+        assert!(
+            child > (9 * MIB + MIB / 10) / page,
+            "raise {raise} loses to the wrapper"
+        );
+        assert_eq!(
+            oom_raise(3 * MIB, Some(1 << 30)),
+            100,
+            "large limits keep the floor"
+        );
+        assert_eq!(oom_raise(3 * MIB, None), 100, "no limit: node-wide OOM");
+        assert_eq!(oom_raise(64 * MIB, Some(16 * MIB)), 1000, "capped");
+        assert_eq!(oom_raise(3 * MIB, Some(0)), 100);
     }
 }

@@ -38,6 +38,55 @@ async fn wait_notices_exitcode_written_later() {
 }
 
 #[tokio::test]
+async fn a_wrapper_gone_without_an_exitcode_ends_the_wait_with_an_unknown_code() {
+    let (_d, paths, ex) = setup();
+    let names = vec!["main".to_string(), "side".to_string()];
+    let mut held = Vec::new();
+    for n in &names {
+        protocol::create_shared_dir(&paths.ctr_dir(n)).unwrap();
+        held.push(protocol::hold_alive(&paths.ctr_dir(n)).unwrap());
+    }
+    let waiting = tokio::spawn({
+        let names = names.clone();
+        async move { ex.wait(&names, CancellationToken::new()).await }
+    });
+    // `side` exits cleanly (exitcode first, then the lock goes); main's wrapper just dies.
+    protocol::write_atomic(&paths.exitcode_file("side"), b"0", 0o666).unwrap();
+    drop(held);
+    let exits = tokio::time::timeout(Duration::from_secs(20), waiting)
+        .await
+        .expect("wait did not notice the dead wrapper")
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        exits[0],
+        ContainerExit {
+            name: "main".into(),
+            exit_code: None
+        }
+    );
+    assert_eq!(
+        exits[1],
+        ContainerExit {
+            name: "side".into(),
+            exit_code: Some(0)
+        }
+    );
+}
+
+#[tokio::test]
+async fn a_live_wrapper_is_waited_for() {
+    let (_d, paths, ex) = setup();
+    protocol::create_shared_dir(&paths.ctr_dir("main")).unwrap();
+    let _held = protocol::hold_alive(&paths.ctr_dir("main")).unwrap();
+    let ended = ex
+        .wait_timeout(&["main".to_string()], Duration::from_millis(300))
+        .await
+        .unwrap();
+    assert!(!ended, "a wrapper holding its lock was taken for gone");
+}
+
+#[tokio::test]
 async fn wait_is_cancellable() {
     let (_d, _paths, ex) = setup();
     let cancel = CancellationToken::new();

@@ -5,6 +5,12 @@
 //! A one-second re-scan runs beside the events as a safety net (missed events, exotic
 //! filesystems), and when inotify is unavailable (instance limit reached, #1128-style) the
 //! scan runs every 50 ms instead.
+//!
+//! A wrapper that dies before writing `exitcode` (SIGKILL, the OOM killer: Argo #9083, where
+//! wait polled forever) is noticed through its liveness lock `ctr/<name>/alive`
+//! ([`protocol::hold_alive`]): a thread per container blocks on the lock, and its release
+//! without an `exitcode` file ends the wait for that container with an unknown exit code.
+//! Wrappers that do not hold the lock (Argo's own) are waited for by their file only.
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -28,6 +34,29 @@ impl ExitWatcher {
     /// A watcher over `paths`.
     pub fn new(paths: PodPaths) -> Self {
         Self { paths }
+    }
+
+    /// Start a thread that reports `name` on `tx` once its wrapper's liveness lock is free,
+    /// if the lock exists; returns whether one was started. The thread is detached (not a
+    /// runtime blocking task): it ends with the wrapper, and must never hold up the exit of
+    /// this process.
+    fn watch_alive(&self, name: &str, tx: &tokio::sync::mpsc::UnboundedSender<String>) -> bool {
+        let path = self.paths.ctr_dir(name).join(protocol::ALIVE);
+        if !path.exists() {
+            return false;
+        }
+        let (n, tx) = (name.to_string(), tx.clone());
+        let spawned = std::thread::Builder::new()
+            .name(format!("alive-{name}"))
+            .spawn(move || match protocol::wait_released(&path) {
+                Ok(()) => {
+                    let _ = tx.send(n);
+                }
+                Err(e) => {
+                    tracing::debug!(container = %n, error = %e, "cannot watch the wrapper's liveness lock")
+                }
+            });
+        spawned.is_ok()
     }
 
     fn read_exit(&self, name: &str) -> Option<Option<i32>> {
@@ -60,6 +89,9 @@ impl ExitWatcher {
         let mut watched: HashSet<String> = HashSet::new();
         let mut root_watched = false;
         let mut done: Vec<Option<ContainerExit>> = vec![None; names.len()];
+        let (alive_tx, mut alive_rx) = tokio::sync::mpsc::unbounded_channel();
+        let mut lock_watched: HashSet<String> = HashSet::new();
+        let mut released: HashSet<String> = HashSet::new();
         loop {
             if let Some(s) = stream.as_mut() {
                 if !root_watched {
@@ -85,6 +117,11 @@ impl ExitWatcher {
             }
             // Scan after (re-)arming the watches so an exit between the two is not missed.
             for (i, n) in names.iter().enumerate() {
+                if done[i].is_none() && !lock_watched.contains(n) && self.watch_alive(n, &alive_tx) {
+                    lock_watched.insert(n.clone());
+                }
+            }
+            for (i, n) in names.iter().enumerate() {
                 if done[i].is_none()
                     && let Some(code) = self.read_exit(n)
                 {
@@ -92,6 +129,17 @@ impl ExitWatcher {
                     done[i] = Some(ContainerExit {
                         name: n.clone(),
                         exit_code: code,
+                    });
+                } else if done[i].is_none() && released.contains(n) {
+                    // `exitcode` is renamed into place before the lock is let go, so its
+                    // absence now is final.
+                    tracing::warn!(
+                        container = %n,
+                        "the emissary wrapper ended without recording an exit code (killed by SIGKILL or the OOM killer?); the pod status has the container's true end"
+                    );
+                    done[i] = Some(ContainerExit {
+                        name: n.clone(),
+                        exit_code: None,
                     });
                 }
             }
@@ -117,6 +165,9 @@ impl ExitWatcher {
                         tracing::warn!(error = %e, "inotify read failed; falling back to scanning");
                         stream = None;
                     }
+                }
+                Some(n) = alive_rx.recv() => {
+                    released.insert(n);
                 }
                 _ = tokio::time::sleep(tick) => {}
             }

@@ -224,8 +224,13 @@ fn wait_output(mut child: std::process::Child, limit: Duration) -> std::process:
     let pid = child.id();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
+        // TERM first: `run` then stops and removes its pod (nothing left behind for the
+        // next test); KILL if even that does not end it.
         if rx.recv_timeout(limit).is_err() {
-            let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+            let _ = Command::new("kill").args(["-TERM", &pid.to_string()]).status();
+            if rx.recv_timeout(Duration::from_secs(20)).is_err() {
+                let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+            }
         }
     });
     let stdout = child.stdout.take();
@@ -244,15 +249,18 @@ fn wait_output(mut child: std::process::Child, limit: Duration) -> std::process:
     let started = Instant::now();
     let status = child.wait().unwrap();
     let _ = tx.send(());
-    assert!(
-        started.elapsed() < limit,
-        "argoexec run did not finish within {limit:?}"
-    );
-    std::process::Output {
+    let out = std::process::Output {
         status,
         stdout: so.join().unwrap(),
         stderr: se.join().unwrap(),
-    }
+    };
+    assert!(
+        started.elapsed() < limit,
+        "argoexec run did not finish within {limit:?}\nstdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
 }
 
 /// No container with the run's node label, and an empty state directory.
