@@ -35,7 +35,7 @@ use std::path::Path;
 pub use any::AnyDriver;
 pub use error::ArtifactError;
 pub use progress::Progress;
-pub use settings::{Codec, MIN_PART_SIZE, Settings, parse_size};
+pub use settings::{Codec, MIN_PART_SIZE, Settings, UploadChecksum, parse_size};
 
 /// A stream of bytes (an artifact being read, or produced for upload).
 pub type ByteStream = futures::stream::BoxStream<'static, std::io::Result<bytes::Bytes>>;

@@ -14,14 +14,18 @@
 //! - `caSecret`: a PEM bundle trusted in addition to the system roots.
 //! - `encryptionOptions`: `kmsKeyId` → SSE-KMS, `enableEncryption` alone → SSE-KMS with the
 //!   bucket's default key, `serverSideCustomerKeySecret` → SSE-C.
+//! - Uploads carry an integrity checksum, SHA-256 by default
+//!   ([`crate::UploadChecksum`], `ARGOEXEC_ARTIFACT_S3_CHECKSUM`); Argo's minio-go
+//!   sends none.
 //! - `createBucketIfNotPresent` is not done: the executor does not create buckets (Argo's
 //!   controller-side feature); a missing bucket is a clear NotFound.
 
 use std::sync::Arc;
 
 use argoexec_core::template::S3Artifact;
-use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
+use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey, Checksum};
 
+use crate::UploadChecksum;
 use crate::store::StoreDriver;
 use crate::{ArtifactError, Settings};
 
@@ -75,6 +79,11 @@ pub fn driver(s3: &S3Artifact, settings: &Arc<Settings>) -> Result<StoreDriver, 
                 .unwrap_or("us-east-1"),
         )
         .with_retry(crate::client::retry(settings));
+    match settings.s3_checksum {
+        UploadChecksum::Sha256 => b = b.with_checksum_algorithm(Checksum::SHA256),
+        UploadChecksum::Crc64Nvme => b = b.with_checksum_algorithm(Checksum::CRC64NVME),
+        UploadChecksum::None => {}
+    }
     let path_style = s3.force_path_style.unwrap_or(endpoint.is_some());
     b = b.with_virtual_hosted_style_request(!path_style);
     if let Some(url) = &endpoint {

@@ -84,6 +84,61 @@ async fn files_round_trip_whole_and_multipart() {
     }
 }
 
+/// The object's stored checksum as the server reports it (`HeadObject` with checksum mode
+/// on, through boto3 from the moto venv): `ChecksumSHA256`, `ChecksumCRC64NVME` or "".
+fn stored_checksum(key: &str) -> String {
+    let m = moto();
+    let script = "import sys, boto3\n\
+c = boto3.client('s3', endpoint_url=sys.argv[1], aws_access_key_id=sys.argv[2], \
+aws_secret_access_key=sys.argv[3], region_name='us-east-1')\n\
+h = c.head_object(Bucket=sys.argv[4], Key=sys.argv[5], ChecksumMode='ENABLED')\n\
+print(' '.join(k for k in h if k.startswith('Checksum') and k != 'ChecksumType'))\n";
+    let out = std::process::Command::new(argoexec_testkit::moto::python())
+        .args([
+            "-c",
+            script,
+            &m.endpoint(),
+            m.access_key(),
+            m.secret_key(),
+            BUCKET,
+            key,
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn uploads_carry_the_configured_checksum() {
+    let d = tempfile::tempdir().unwrap();
+    let m = moto();
+    let src = d.path().join("src");
+    for (mode, want) in [
+        (argoexec_artifacts::UploadChecksum::Sha256, "ChecksumSHA256"),
+        (argoexec_artifacts::UploadChecksum::Crc64Nvme, "ChecksumCRC64NVME"),
+        (argoexec_artifacts::UploadChecksum::None, ""),
+    ] {
+        // Multipart: moto records the checksum of a single PUT only when an AWS SDK also
+        // sends its `x-amz-sdk-checksum-algorithm` hint, which real S3 does not need.
+        let len = (11 << 20) + 1;
+        let key = format!("sum/{mode:?}-{len}");
+        std::fs::write(&src, pattern(len)).unwrap();
+        let mut s = (*settings(d.path(), m.access_key(), m.secret_key())).clone();
+        s.s3_checksum = mode;
+        let drv = AnyDriver::for_location(&loc(m, &key), &Arc::new(s)).unwrap();
+        drv.save(&src).await.unwrap();
+        assert_eq!(stored_checksum(&key), want, "{key}");
+        let back = d.path().join("back");
+        drv.load(&back).await.unwrap();
+        assert!(
+            std::fs::read(&back).unwrap() == pattern(len),
+            "{key}: content differs"
+        );
+        std::fs::remove_file(&back).unwrap();
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn streams_upload_in_parts_and_unicode_keys_work() {
     let d = tempfile::tempdir().unwrap();

@@ -212,3 +212,24 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+#[test]
+fn bad_transfer_settings_are_named() {
+    let loc = r#"{"s3": {"endpoint": "127.0.0.1:9", "insecure": true, "bucket": "b", "key": "k"}}"#;
+    for (var, value, want) in [
+        (
+            "ARGOEXEC_ARTIFACT_S3_CHECKSUM",
+            "md5",
+            "expected sha256, crc64nvme or none",
+        ),
+        ("ARGOEXEC_ARTIFACT_PARALLELISM", "0", "expected 1 to 64"),
+        ("ARGOEXEC_ARTIFACT_PART_SIZE", "1Mi", "at least 5Mi"),
+    ] {
+        let (code, stderr, _) = run(&["artifact", "put", loc, "/etc/hostname"], &[(var, value)]);
+        assert_eq!(code, 64, "{var}: {stderr}");
+        assert!(
+            stderr.contains(&format!("{var}=\"{value}\"")) && stderr.contains(want),
+            "{var}: {stderr}"
+        );
+    }
+}
