@@ -218,6 +218,45 @@ pub fn parse_ts(s: &str) -> Option<i128> {
     Some(i128::from(secs) * 1_000_000_000 + i128::from(nanos))
 }
 
+/// A private node state directory for `argoexec run --keep` runs (pass [`KeptState::ENV`]
+/// = [`KeptState::path`]): `--keep` leaves the pod's volumes there as well as its
+/// containers, and [`KeptState::clear`] removes them after each run, so a bench of
+/// hundreds of runs leaves nothing behind.
+pub struct KeptState(tempfile::TempDir);
+
+impl KeptState {
+    /// The variable that points `argoexec run` at a state directory.
+    pub const ENV: &'static str = "ARGOEXEC_NODE_STATE_DIR";
+
+    /// A fresh directory under the system's temporary directory.
+    ///
+    /// # Panics
+    /// When it cannot be created.
+    pub fn new() -> Self {
+        Self(tempfile::tempdir().expect("a node state directory"))
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &std::path::Path {
+        self.0.path()
+    }
+
+    /// Remove everything the runs left in it.
+    pub fn clear(&self) {
+        if let Ok(entries) = std::fs::read_dir(self.path()) {
+            for e in entries.flatten() {
+                let _ = std::fs::remove_dir_all(e.path()).or_else(|_| std::fs::remove_file(e.path()));
+            }
+        }
+    }
+}
+
+impl Default for KeptState {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// The container ids `argoexec run --keep` printed on stderr ("containers kept: …").
 ///
 /// # Errors

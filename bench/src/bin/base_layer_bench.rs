@@ -16,7 +16,7 @@
 use std::process::Command;
 use std::time::Instant;
 
-use argoexec_bench::{Row, container_logs, docker, kept_ids, parse_ts as ts, size_label};
+use argoexec_bench::{KeptState, Row, container_logs, docker, kept_ids, parse_ts as ts, size_label};
 use serde_json::Value;
 
 fn step(mib: u64) -> String {
@@ -44,9 +44,16 @@ struct Sample {
     save_s: f64,
 }
 
-fn one(bin: &str, ex: &str, wf: &std::path::Path, repo: &std::path::Path) -> Result<Sample, String> {
+fn one(
+    bin: &str,
+    ex: &str,
+    wf: &std::path::Path,
+    repo: &std::path::Path,
+    state: &KeptState,
+) -> Result<Sample, String> {
     let started = Instant::now();
     let out = Command::new(bin)
+        .env(KeptState::ENV, state.path())
         .args(["run", "--keep", "-o", "json", "--executor", ex, "--artifacts"])
         .arg(repo)
         .arg(wf)
@@ -78,6 +85,7 @@ fn one(bin: &str, ex: &str, wf: &std::path::Path, repo: &std::path::Path) -> Res
         Err("no save span in the wait container's log".into())
     })();
     let _ = Command::new(docker()).args(["rm", "-f"]).args(&ids).output();
+    state.clear();
     let _ = std::fs::remove_dir_all(repo);
     result
 }
@@ -100,6 +108,7 @@ fn main() {
     let wf = dir.path().join("wf.yaml");
     std::fs::write(&wf, step(mib)).expect("write workflow");
     let repo = dir.path().join("repo");
+    let state = KeptState::new();
     println!("saving a {mib} MiB base-layer artifact (half random), median of {repeat} runs\n");
     println!("| executor | step wall s | wait save span s | wall vs emissary | save vs emissary |");
     println!("|---|---|---|---|---|");
@@ -109,7 +118,7 @@ fn main() {
         let mut walls = Vec::new();
         let mut saves = Vec::new();
         for _ in 0..repeat {
-            match one(&bin, ex, &wf, &repo) {
+            match one(&bin, ex, &wf, &repo, &state) {
                 Ok(s) => {
                     walls.push(s.wall_s);
                     saves.push(s.save_s);

@@ -24,7 +24,7 @@
 use std::collections::BTreeMap;
 use std::process::Command;
 
-use argoexec_bench::{Row, container_logs, docker, kept_ids, parse_ts};
+use argoexec_bench::{KeptState, Row, container_logs, docker, kept_ids, parse_ts};
 use serde_json::Value;
 
 /// The step: main sleeps, then its last action writes `/h/stamp` on a host directory, whose
@@ -59,9 +59,16 @@ struct Sample {
     requests: BTreeMap<String, u64>,
 }
 
-fn one(bin: &str, executor: &str, wf: &std::path::Path, stamp: &std::path::Path) -> Result<Sample, String> {
+fn one(
+    bin: &str,
+    executor: &str,
+    wf: &std::path::Path,
+    stamp: &std::path::Path,
+    state: &KeptState,
+) -> Result<Sample, String> {
     let _ = std::fs::remove_file(stamp);
     let out = Command::new(bin)
+        .env(KeptState::ENV, state.path())
         .args(["run", "--keep", "-o", "json", "--executor", executor])
         .arg(wf)
         .output()
@@ -133,6 +140,7 @@ fn one(bin: &str, executor: &str, wf: &std::path::Path, stamp: &std::path::Path)
         })
     })();
     let _ = Command::new(docker()).args(["rm", "-f"]).args(&ids).output();
+    state.clear();
     result
 }
 
@@ -164,8 +172,9 @@ impl Stats {
             last_error: String::new(),
         };
         let mut totals: BTreeMap<String, u64> = BTreeMap::new();
+        let state = KeptState::new();
         for _ in 0..n {
-            match one(bin, ex, wf, stamp) {
+            match one(bin, ex, wf, stamp, &state) {
                 Ok(s) => {
                     st.from_finished.push(s.notice_ms);
                     st.from_write.push(s.from_write_ms);
