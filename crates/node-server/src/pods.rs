@@ -351,25 +351,34 @@ impl Pods {
         self.reproject.notify_waiters();
     }
 
+    /// A pod of this node that is running here: its stored object and its entry.
+    ///
+    /// # Errors
+    /// 404 when the pod is unknown or not running here.
+    fn running_pod(&self, ns: &str, name: &str) -> Result<(Arc<Value>, Arc<Running>), ApiError> {
+        let cur = self
+            .store
+            .get(Kind::Pod, ns, name)
+            .ok_or_else(|| ApiError::not_found(&PODS, name))?;
+        let uid = cur["metadata"]["uid"].as_str().unwrap_or("");
+        let entry = self
+            .lock()
+            .get(uid)
+            .cloned()
+            .ok_or_else(|| ApiError::not_found(&PODS, name))?;
+        Ok((cur, entry))
+    }
+
     /// Evict a pod as the kubelet does under node pressure: its containers are stopped with
     /// its grace period and it ends `Failed` with reason `Evicted`.
     ///
     /// # Errors
     /// 404 when the pod is not running here.
     pub async fn evict(&self, ns: &str, name: &str) -> Result<(), ApiError> {
-        let cur = self
-            .store
-            .get(Kind::Pod, ns, name)
-            .ok_or_else(|| ApiError::not_found(&PODS, name))?;
-        let uid = cur["metadata"]["uid"].as_str().unwrap_or("");
+        let (cur, entry) = self.running_pod(ns, name)?;
         let grace = cur["spec"]["terminationGracePeriodSeconds"]
             .as_u64()
             .unwrap_or(30);
-        let entry = self
-            .lock()
-            .get(uid)
-            .cloned()
-            .ok_or_else(|| ApiError::not_found(&PODS, name))?;
         let g = entry.run.lock().await;
         let run = g.as_ref().ok_or_else(|| ApiError::not_found(&PODS, name))?;
         tracing::warn!(pod = %name, "fault: evicting the pod");
@@ -382,16 +391,7 @@ impl Pods {
     /// # Errors
     /// 404 when the pod or the container is not running here; Docker's refusal.
     pub async fn sigkill(&self, ns: &str, name: &str, container: &str) -> Result<(), ApiError> {
-        let cur = self
-            .store
-            .get(Kind::Pod, ns, name)
-            .ok_or_else(|| ApiError::not_found(&PODS, name))?;
-        let uid = cur["metadata"]["uid"].as_str().unwrap_or("");
-        let entry = self
-            .lock()
-            .get(uid)
-            .cloned()
-            .ok_or_else(|| ApiError::not_found(&PODS, name))?;
+        let (_, entry) = self.running_pod(ns, name)?;
         let g = entry.run.lock().await;
         let run = g.as_ref().ok_or_else(|| ApiError::not_found(&PODS, name))?;
         tracing::warn!(pod = %name, container, "fault: SIGKILL to the container's PID 1");
