@@ -22,6 +22,7 @@ pub mod annotations;
 pub mod env;
 pub mod executor_kind;
 pub mod exit;
+pub mod fswatch;
 pub mod kill_cmd;
 pub mod names;
 pub mod param_file;
