@@ -1,18 +1,14 @@
 //! Control files under `ctr/`: the `signal` file, the debug-pause files `before`/`after`,
-//! and the `exitcode` files of container-set dependencies — watched with inotify, with
-//! polling as the fallback.
+//! and the `exitcode` files of container-set dependencies — watched through the reactor's
+//! [`Watcher`](crate::watch::Watcher) (inotify, or polling every 2 s as the fallback).
 //!
-//! * `ctr/<name>` is watched for `IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE`. Only a
-//!   close-after-write or a rename-into-place named `signal` triggers a read of the signal
-//!   file, so a non-atomic writer is never caught half way; any event re-checks the pause
-//!   files. If inotify cannot be set up the reactor polls every 100 ms instead (Argo polls the
-//!   signal file every 2 s and the pause files every 1 s; milliseconds are cheap here).
 //! * The signal file is read, deleted, and if it holds a number > 0 that number is the signal
 //!   to send. An empty file is left alone (a writer may be mid-way); an unparsable one is
 //!   deleted and logged.
 //! * Dependencies: `ctr/` is watched for new directories and each `ctr/<dep>` for
 //!   close-write/rename once it exists; on top of that the wait wakes every second, which
 //!   covers a missed event. An empty `exitcode` file counts as not written yet.
+//! * Pauses: any event in `ctr/<name>` re-checks the release file.
 //! * While no child runs (dependency wait, debug pauses, retry delay) a terminating signal
 //!   — TERM, INT, HUP or QUIT sent to the wrapper, or TERM/INT/HUP/QUIT/KILL in the signal
 //!   file — ends the wait with that number (exit 128 + N, e.g. 143 as
@@ -22,118 +18,13 @@ use crate::error::{Stop, SupervisorError};
 use crate::reactor::{Reactor, Wake};
 use crate::signals::is_terminating;
 use argoexec_core::protocol;
-use inotify::{EventMask, Inotify, WatchDescriptor, WatchMask};
+use inotify::WatchMask;
 use std::io::ErrorKind;
-use std::os::fd::{AsFd, BorrowedFd};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// How often a dependency wait re-checks even without an inotify event.
 const DEPENDENCY_RECHECK: Duration = Duration::from_secs(1);
-
-/// What one read of the inotify queue found.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct FsEvents {
-    /// The signal file was written or moved into place.
-    pub signal_file: bool,
-    /// Any event at all.
-    pub any: bool,
-}
-
-/// An inotify instance watching this container's directory (plus dependency directories).
-#[derive(Debug)]
-pub struct Watcher {
-    inotify: Option<Inotify>,
-    own: Option<WatchDescriptor>,
-    watched: Vec<PathBuf>,
-    buf: Vec<u8>,
-}
-
-impl Watcher {
-    /// Watch `own_dir` (`ctr/<name>`); on any failure the watcher reports [`Self::polling`].
-    pub fn new(own_dir: &Path) -> Self {
-        let mut w = Self {
-            inotify: None,
-            own: None,
-            watched: Vec::new(),
-            buf: vec![0; 4096],
-        };
-        match Inotify::init() {
-            Ok(i) => w.inotify = Some(i),
-            Err(e) => {
-                tracing::debug!("inotify unavailable, polling instead: {e}");
-                return w;
-            }
-        }
-        let mask = WatchMask::CLOSE_WRITE | WatchMask::MOVED_TO | WatchMask::CREATE;
-        if let Some(i) = w.inotify.as_mut() {
-            match i.watches().add(own_dir, mask) {
-                Ok(wd) => {
-                    w.own = Some(wd);
-                    w.watched.push(own_dir.to_path_buf());
-                }
-                Err(e) => tracing::debug!("cannot watch {}, polling instead: {e}", own_dir.display()),
-            }
-        }
-        w
-    }
-
-    /// True when the own directory is not watched and callers must poll.
-    pub fn polling(&self) -> bool {
-        self.own.is_none()
-    }
-
-    /// The inotify descriptor, if any.
-    pub fn fd(&self) -> Option<BorrowedFd<'_>> {
-        self.inotify.as_ref().map(|i| i.as_fd())
-    }
-
-    /// Add a watch on `dir` (idempotent). False when it could not be added (e.g. the
-    /// directory does not exist yet).
-    pub fn watch(&mut self, dir: &Path, mask: WatchMask) -> bool {
-        if self.watched.iter().any(|p| p == dir) {
-            return true;
-        }
-        let Some(i) = self.inotify.as_mut() else {
-            return false;
-        };
-        match i.watches().add(dir, mask) {
-            Ok(_) => {
-                self.watched.push(dir.to_path_buf());
-                true
-            }
-            Err(_) => false,
-        }
-    }
-
-    /// Read all queued events.
-    pub fn read(&mut self) -> FsEvents {
-        let mut ev = FsEvents::default();
-        let Some(i) = self.inotify.as_mut() else { return ev };
-        loop {
-            match i.read_events(&mut self.buf) {
-                Ok(events) => {
-                    for e in events {
-                        ev.any = true;
-                        let own = self.own.as_ref() == Some(&e.wd);
-                        let written = e.mask.intersects(EventMask::CLOSE_WRITE | EventMask::MOVED_TO);
-                        if e.mask.contains(EventMask::Q_OVERFLOW)
-                            || (own && written && e.name.is_some_and(|n| n == protocol::SIGNAL))
-                        {
-                            ev.signal_file = true;
-                        }
-                    }
-                }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => return ev,
-                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    tracing::debug!("reading inotify events failed: {e}");
-                    return ev;
-                }
-            }
-        }
-    }
-}
 
 /// Read and delete the signal file. Returns the signal number it asked for, if any.
 pub fn take_signal(path: &Path) -> Option<i32> {
@@ -141,7 +32,7 @@ pub fn take_signal(path: &Path) -> Option<i32> {
         Ok(t) => t,
         Err(e) if e.kind() == ErrorKind::NotFound => return None,
         Err(e) => {
-            tracing::debug!("cannot read {}: {e}", path.display());
+            tracing::debug!(path = %path.display(), error = %e, "cannot read the signal file");
             return None;
         }
     };
@@ -149,11 +40,11 @@ pub fn take_signal(path: &Path) -> Option<i32> {
         return None;
     }
     if let Err(e) = std::fs::remove_file(path) {
-        tracing::debug!("cannot delete {}: {e}", path.display());
+        tracing::debug!(path = %path.display(), error = %e, "cannot delete the signal file");
     }
     let sig = protocol::parse_signal(&text);
     if sig.is_none() {
-        tracing::warn!("ignoring signal file with content {text:?}");
+        tracing::warn!(content = ?text, "ignoring a signal file that holds no signal number");
     }
     sig
 }
@@ -202,13 +93,13 @@ pub(crate) fn check_signal_file_idle(signal_file: &Path) -> Result<(), Stop> {
 
 /// Block until `release` exists (a debug pause).
 pub(crate) fn pause_until(reactor: &mut Reactor, release: &Path, signal_file: &Path) -> Result<(), Stop> {
-    tracing::info!("paused: create {} to continue", release.display());
+    tracing::info!(release = %release.display(), "paused: create the release file to continue");
     check_signal_file_idle(signal_file)?;
     while !exists(release) {
         let wake = reactor.wait(None, None);
         idle_signals(&wake, signal_file)?;
     }
-    tracing::info!("pause released by {}", release.display());
+    tracing::info!(release = %release.display(), "pause released");
     Ok(())
 }
 
@@ -309,9 +200,8 @@ mod tests {
 
     #[test]
     fn signal_file_rules() {
-        let d = std::env::temp_dir().join(format!("argoexec-control-test-{}", std::process::id()));
-        std::fs::create_dir_all(&d).unwrap();
-        let p = d.join("signal");
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("signal");
         assert_eq!(take_signal(&p), None);
         std::fs::write(&p, "").unwrap();
         assert_eq!(take_signal(&p), None);
@@ -322,22 +212,5 @@ mod tests {
         std::fs::write(&p, "junk").unwrap();
         assert_eq!(take_signal(&p), None);
         assert!(!p.exists());
-        std::fs::remove_dir_all(&d).unwrap();
-    }
-
-    #[test]
-    fn watcher_sees_signal_file() {
-        let d = std::env::temp_dir().join(format!("argoexec-watch-test-{}", std::process::id()));
-        std::fs::create_dir_all(&d).unwrap();
-        let mut w = Watcher::new(&d);
-        if w.polling() {
-            return; // no inotify here; the fallback is exercised by the reactor
-        }
-        std::fs::write(d.join("other"), "x").unwrap();
-        let ev = w.read();
-        assert!(ev.any && !ev.signal_file);
-        protocol::write_atomic(&d.join("signal"), b"15", 0o666).unwrap();
-        assert!(w.read().signal_file);
-        std::fs::remove_dir_all(&d).unwrap();
     }
 }

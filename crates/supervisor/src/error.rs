@@ -39,6 +39,39 @@ pub enum SupervisorError {
         /// Why, e.g. `executable file not found in $PATH`.
         reason: String,
     },
+    /// `ARGO_CONTAINER_ARGS_FILE` names a file that cannot be read.
+    #[error("failed to read the {var} file {}: {source}", path.display())]
+    ArgsFile {
+        /// The variable (`ARGO_CONTAINER_ARGS_FILE`).
+        var: &'static str,
+        /// The file it names.
+        path: PathBuf,
+        /// The cause.
+        source: io::Error,
+    },
+    /// The `ARGO_CONTAINER_ARGS_FILE` file does not hold a JSON array of strings.
+    #[error("the {var} file {} is not a JSON array of strings: {source}", path.display())]
+    ArgsFileJson {
+        /// The variable (`ARGO_CONTAINER_ARGS_FILE`).
+        var: &'static str,
+        /// The file it names.
+        path: PathBuf,
+        /// The parse error.
+        source: serde_json::Error,
+    },
+    /// An argument above the size limit could not be written to its `@file`.
+    #[error("failed to write argument {index} to {}: {source}", path.display())]
+    LargeArg {
+        /// Its index among the arguments (0 = the first after the program).
+        index: usize,
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: io::Error,
+    },
+    /// The pseudo-terminal for a child whose stdin is a terminal could not be set up.
+    #[error("failed to set up a pseudo-terminal for the command: {0}")]
+    Terminal(#[source] nix::Error),
     /// Setting up signal handling (mask, signalfd) failed.
     #[error("failed to set up signal handling: {0}")]
     Signals(#[source] nix::Error),

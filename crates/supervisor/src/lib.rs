@@ -9,25 +9,42 @@
 //! * the directory is created with mode 0777 under umask 0 (the child inherits the umask);
 //! * `exitcode` is written atomically on every exit path once `ARGO_CONTAINER_NAME` is
 //!   known — the child's code, 128 + N for a signal death, 64 for a wrapper failure — and
-//!   always after `main`'s base-layer outputs are staged ([`stage`]);
+//!   always after `main`'s base-layer outputs are staged ([`stage`]); the process exits
+//!   with the same code;
 //! * beyond Argo: an `alive` lock held for the life of the process, so the wait side learns
 //!   of a wrapper killed before it could write `exitcode` ([`protocol::hold_alive`]);
-//! * a wrapper failure's message goes to stderr and is appended to the termination log.
+//! * a wrapper failure's message goes to stderr and is appended to the termination log;
+//! * a wrapped sidecar terminates its command once every main container has exited
+//!   ([`sidecar`]); a stdin that is a terminal gives the command a pty ([`pty`]);
+//!   `ARGO_CONTAINER_ARGS_FILE` adds arguments from a file ([`args`]).
 //!
-//! Modules: [`spawn`] (PATH lookup, process group, OOM preference, reaping), [`signals`]
-//! (signalfd, forwarding), [`tee`] (output fan-out), [`control`] (signal/pause/dependency
-//! files), [`reactor`] (the poll loop), [`stage`] (outputs), [`error`]. The phases of a run
-//! are in `supervise.rs`.
+//! Exit codes, as Argo v4.1 has them: 64 for any failure of the wrapper itself; otherwise
+//! the child's exit status, or 128 + N when a signal N killed it (143 for SIGTERM, 137 for
+//! SIGKILL), both in `exitcode` and as the wrapper's own status. Argo reaps the child itself
+//! and turns a signal death into 128 + N (`osspecific.Wait`); the fixed 137 in its `main.go`
+//! is only for an exit error without a code, which that path never produces, so 128 + N is
+//! what Argo's pods show, and what its controller expects of sidecars (137 and 143 are a
+//! sidecar's normal end there).
+//!
+//! Modules, bottom-up: [`watch`] (inotify or polling), [`signals`] (signalfd, forwarding),
+//! [`tee`] (output fan-out), [`reactor`] (the poll loop over both), [`control`]
+//! (signal/pause/dependency files), [`sidecar`], [`spawn`] (PATH lookup, process group, OOM
+//! preference, reaping), [`pty`], [`args`], [`stage`] (outputs), [`error`]. The phases of a
+//! run are in `supervise.rs`.
 
+pub mod args;
 pub mod control;
 pub mod error;
+pub mod pty;
 pub mod reactor;
+pub mod sidecar;
 pub mod signals;
 pub mod spawn;
 pub mod stage;
 mod supervise;
 mod sys;
 pub mod tee;
+pub mod watch;
 
 pub use error::SupervisorError;
 
@@ -88,7 +105,7 @@ pub fn run(opts: SupervisorOptions) -> i32 {
     };
     let file = paths.exitcode_file(&name);
     if let Err(e) = protocol::write_atomic(&file, code.to_string().as_bytes(), 0o666) {
-        tracing::error!("failed to write {}: {e}", file.display());
+        tracing::error!(path = %file.display(), error = %e, "failed to write the exit code");
     }
     code
 }
@@ -111,19 +128,22 @@ fn prepare_and_execute(
         Ok(f) => {
             let _ = ALIVE.set(f);
         }
-        Err(e) => tracing::warn!("cannot create the liveness lock in {}: {e}", dir.display()),
+        Err(e) => tracing::warn!(dir = %dir.display(), error = %e, "cannot create the liveness lock"),
     }
+    let mut command = command.to_vec();
+    let args_file = std::env::var_os(args::ARGS_FILE_ENV).map(std::path::PathBuf::from);
+    args::apply(paths, args_file.as_deref(), &mut command)?;
     let (template, source) = argoexec_core::env::load_template(paths, |k| std::env::var(k).ok(), None)
         .map_err(SupervisorError::Template)?;
     tracing::debug!(?source, container = name, "loaded the template");
     argoexec_core::names::check_template(&template).map_err(SupervisorError::from)?;
-    supervise::execute(paths, name, &template, command, signals)
+    supervise::execute(paths, name, &template, &command, signals)
 }
 
 /// Print a wrapper failure, append it to the termination log, and return 64.
 fn report_failure(paths: &PodPaths, e: &SupervisorError) -> i32 {
     let msg = e.to_string();
-    tracing::error!("{msg}");
+    tracing::error!(error = %msg, "the emissary wrapper failed");
     eprintln!("{msg}");
     let log = paths.termination_log();
     if let Some(dir) = log.parent() {

@@ -91,7 +91,7 @@ impl Signals {
                 Ok(None) => return,
                 Err(nix::errno::Errno::EINTR) => continue,
                 Err(e) => {
-                    tracing::warn!("reading the signalfd failed: {e}");
+                    tracing::warn!(error = %e, "reading the signalfd failed");
                     return;
                 }
             }
@@ -106,9 +106,9 @@ pub fn forward(pid: i32, signo: i32) {
         Ok(()) => tracing::debug!(signo, pgid = pid, "forwarded signal to the child's process group"),
         Err(e) if e.raw_os_error() == Some(libc::ESRCH) => match crate::sys::kill(pid, signo) {
             Ok(()) => tracing::debug!(signo, pid, "forwarded signal to the child"),
-            Err(e) => tracing::debug!(signo, pid, "could not signal the child: {e}"),
+            Err(e) => tracing::debug!(signo, pid, error = %e, "could not signal the child"),
         },
-        Err(e) => tracing::debug!(signo, pgid = pid, "could not signal the child's group: {e}"),
+        Err(e) => tracing::debug!(signo, pgid = pid, error = %e, "could not signal the child's group"),
     }
 }
 

@@ -10,7 +10,9 @@
 //! * The child keeps the name it was given as `argv[0]` (a shell would do the same; Argo
 //!   passes the resolved path), inherits the environment, the umask (0) and stdin, gets
 //!   piped stdout/stderr and leads a new process group (`setpgid(0, 0)`), which is where
-//!   forwarded signals go. Its signal mask is cleared before `exec` (the wrapper blocks
+//!   forwarded signals go. When the wrapper's stdin is a terminal the child runs on a pty
+//!   instead (`pty.rs`), as the leader of a new session with the pty as its controlling
+//!   terminal. Its signal mask is cleared before `exec` (the wrapper blocks
 //!   everything; see `sys::clear_signal_mask_on_exec`).
 //! * Right after the spawn the child's `oom_score_adj` is raised above the wrapper's, so under
 //!   memory pressure the kernel kills the command and the wrapper survives to write the exit
@@ -24,11 +26,12 @@
 
 use crate::error::SupervisorError;
 use std::ffi::{OsStr, OsString};
+use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{ChildStderr, ChildStdout, Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 
 const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
@@ -110,35 +113,48 @@ fn strip_os_error(e: &std::io::Error) -> String {
 pub struct Spawned {
     /// The child's pid, which is also its process-group id.
     pub pid: i32,
-    /// Its stdout pipe.
-    pub stdout: ChildStdout,
-    /// Its stderr pipe.
-    pub stderr: ChildStderr,
+    /// Its stdout pipe (`None` on a terminal: read the terminal instead).
+    pub stdout: Option<OwnedFd>,
+    /// Its stderr pipe (`None` on a terminal).
+    pub stderr: Option<OwnedFd>,
 }
 
-/// Start `program` in a new process group with piped stdout/stderr.
+/// Start `program`: with `terminal` (the slave side of a pty) as its stdin, stdout and
+/// stderr in a new session, or else with the wrapper's stdin and piped stdout/stderr in a new
+/// process group.
 ///
 /// # Errors
 /// [`SupervisorError::Spawn`] with the OS error.
-pub fn spawn(program: &Program) -> Result<Spawned, SupervisorError> {
+pub fn spawn(program: &Program, terminal: Option<OwnedFd>) -> Result<Spawned, SupervisorError> {
+    let failed = |source| SupervisorError::Spawn {
+        program: program.path.display().to_string(),
+        source,
+    };
     let mut cmd = Command::new(&program.path);
     crate::sys::clear_signal_mask_on_exec(&mut cmd);
-    let mut child = cmd
-        .arg0(&program.arg0)
-        .args(&program.args)
-        .process_group(0)
-        .stdin(Stdio::inherit())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|source| SupervisorError::Spawn {
-            program: program.path.display().to_string(),
-            source,
-        })?;
+    cmd.arg0(&program.arg0).args(&program.args);
+    match terminal {
+        // A session leader is its group's leader too: no `process_group`, which would make
+        // the later `setsid` fail.
+        Some(slave) => {
+            cmd.stdin(slave.try_clone().map_err(failed)?)
+                .stdout(slave.try_clone().map_err(failed)?)
+                .stderr(slave);
+            crate::sys::new_session_on_exec(&mut cmd);
+        }
+        None => {
+            cmd.process_group(0)
+                .stdin(Stdio::inherit())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
+        }
+    }
+    let mut child = cmd.spawn().map_err(failed)?;
+    // The parent's copies of a terminal's slave side go with the command.
+    drop(cmd);
     let pid = child.id() as i32;
-    let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
-        unreachable!("both pipes were requested");
-    };
+    let stdout = child.stdout.take().map(OwnedFd::from);
+    let stderr = child.stderr.take().map(OwnedFd::from);
     // The `Child` handle is dropped without waiting: the child is reaped by `reap`.
     drop(child);
     tracing::debug!(pid, program = %program.path.display(), "started the child");
@@ -156,7 +172,7 @@ fn prefer_for_oom_kill(pid: i32) {
     let target = (own + oom_raise(own_rss_bytes(), memory_limit())).min(1000);
     match std::fs::write(format!("/proc/{pid}/oom_score_adj"), target.to_string()) {
         Ok(()) => tracing::debug!(pid, target, "raised the child's oom_score_adj"),
-        Err(e) => tracing::debug!(pid, target, "could not set the child's oom_score_adj: {e}"),
+        Err(e) => tracing::debug!(pid, target, error = %e, "could not set the child's oom_score_adj"),
     }
 }
 
@@ -198,7 +214,7 @@ fn memory_limit() -> Option<u64> {
 /// Make this process a child subreaper so orphaned descendants are re-parented to it.
 pub fn become_subreaper() {
     if let Err(e) = nix::sys::prctl::set_child_subreaper(true) {
-        tracing::debug!("could not become a child subreaper: {e}");
+        tracing::debug!(error = %e, "could not become a child subreaper");
     }
 }
 
@@ -253,8 +269,8 @@ mod tests {
 
     #[test]
     fn non_executable_files_are_skipped() {
-        let d = std::env::temp_dir().join(format!("argoexec-spawn-test-{}", std::process::id()));
-        std::fs::create_dir_all(&d).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
         std::fs::write(d.join("tool"), "x").unwrap();
         let e = resolve(&cmd(&["tool"]), Some(d.as_os_str())).unwrap_err();
         assert!(e.to_string().contains("executable file not found"), "{e}");
@@ -263,7 +279,6 @@ mod tests {
             resolve(&cmd(&["tool"]), Some(d.as_os_str())).unwrap().path,
             d.join("tool")
         );
-        std::fs::remove_dir_all(&d).unwrap();
     }
 
     #[test]

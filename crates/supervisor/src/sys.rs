@@ -4,7 +4,8 @@
 //! real-time signal nor report a child killed by one (its `waitpid` reaps the child and then
 //! fails to decode the status, losing the exit code). The wrapper must forward every signal
 //! and must know how its child died, so `kill(2)` and `waitpid(2)` are called through libc
-//! here, with integers only.
+//! here, with integers only. The other calls here are `pre_exec` hooks, unsafe to register
+//! by nature.
 
 use std::io;
 use std::os::unix::process::ExitStatusExt;
@@ -61,6 +62,25 @@ pub(crate) fn clear_signal_mask_on_exec(cmd: &mut std::process::Command) {
     unsafe {
         cmd.pre_exec(|| {
             sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None).map_err(std::io::Error::from)
+        });
+    }
+}
+
+/// Make the child the leader of a new session whose controlling terminal is its stdin (a
+/// pty's slave side, already in place as fd 0 when the hook runs: std sets up the standard
+/// streams before running `pre_exec` hooks).
+#[allow(unsafe_code)]
+pub(crate) fn new_session_on_exec(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the hook runs in the forked child before exec. It allocates nothing and takes
+    // no lock: setsid(2) and ioctl(TIOCSCTTY) are plain system calls, and fd 0 is open for
+    // the whole hook (std has just made it the pty), so borrowing it is sound.
+    unsafe {
+        cmd.pre_exec(|| {
+            rustix::process::setsid()?;
+            let stdin = std::os::fd::BorrowedFd::borrow_raw(0);
+            rustix::process::ioctl_tiocsctty(stdin)?;
+            Ok(())
         });
     }
 }

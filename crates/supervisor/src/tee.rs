@@ -12,6 +12,12 @@
 //! shared with the container runtime; the wrapper does not change their flags). A write
 //! error there (nobody reading) stops passing that stream through but keeps capturing; a
 //! write error on a capture file is logged once and that file is dropped.
+//!
+//! When the child runs on a pseudo-terminal (`pty.rs`) its only output is the terminal's
+//! master side, attached as stdout (there is no separate stderr: a terminal merges them), and
+//! the tee also relays the wrapper's stdin to the terminal ([`Tee::relay_input_to`]). The end
+//! of a terminal's output reads as `EIO` (no process holds the other side any more), which is
+//! taken as end of file.
 
 use crate::error::SupervisorError;
 use nix::fcntl::{FcntlArg, OFlag, fcntl};
@@ -45,6 +51,8 @@ pub struct Tee {
     buf: Vec<u8>,
     out: Option<OwnedFd>,
     err: Option<OwnedFd>,
+    /// The wrapper's stdin (a duplicate) and the terminal's master side it is copied to.
+    input: Option<(OwnedFd, OwnedFd)>,
 }
 
 fn open_append(path: &Path) -> Result<File, SupervisorError> {
@@ -78,33 +86,81 @@ impl Tee {
             buf: vec![0; BUF_SIZE],
             out: None,
             err: None,
+            input: None,
         })
     }
 
-    /// Take over a new child's pipes (made non-blocking).
-    pub fn attach(&mut self, stdout: impl Into<OwnedFd>, stderr: impl Into<OwnedFd>) {
-        let (out, err) = (stdout.into(), stderr.into());
-        for fd in [&out, &err] {
+    /// Take over a new child's output: its stdout and, unless it runs on a terminal, its
+    /// stderr (both made non-blocking).
+    pub fn attach(&mut self, stdout: impl Into<OwnedFd>, stderr: Option<OwnedFd>) {
+        let (out, err) = (stdout.into(), stderr);
+        for fd in std::iter::once(&out).chain(err.as_ref()) {
             if let Err(e) = fcntl(fd.as_fd(), FcntlArg::F_SETFL(OFlag::O_NONBLOCK)) {
-                tracing::debug!("could not make a child pipe non-blocking: {e}");
+                tracing::debug!(error = %e, "could not make a child pipe non-blocking");
             }
         }
         self.out = Some(out);
-        self.err = Some(err);
+        self.err = err;
+    }
+
+    /// Copy the wrapper's stdin to `terminal` (the master side of the child's terminal) from
+    /// now until the stdin ends or the child is detached.
+    ///
+    /// # Errors
+    /// [`SupervisorError::Terminal`] if the stdin cannot be duplicated.
+    pub fn relay_input_to(&mut self, terminal: OwnedFd) -> Result<(), SupervisorError> {
+        let stdin = nix::unistd::dup(std::io::stdin().as_fd()).map_err(SupervisorError::Terminal)?;
+        self.input = Some((stdin, terminal));
+        Ok(())
     }
 
     /// Close whatever is left of the current child's pipes.
     pub fn detach(&mut self) {
         self.out = None;
         self.err = None;
+        self.input = None;
     }
 
-    /// The pipes still open, to poll for readability.
-    pub fn fds(&self) -> [Option<BorrowedFd<'_>>; 2] {
+    /// The descriptors to poll for readability: the child's stdout and stderr, and the
+    /// wrapper's stdin while it is relayed to a terminal.
+    pub fn fds(&self) -> [Option<BorrowedFd<'_>>; 3] {
         [
             self.out.as_ref().map(|f| f.as_fd()),
             self.err.as_ref().map(|f| f.as_fd()),
+            self.input.as_ref().map(|(stdin, _)| stdin.as_fd()),
         ]
+    }
+
+    /// Copy what the wrapper's stdin has ready to the child's terminal. Stops relaying at the
+    /// end of the stdin, or when the terminal does not take the input (the child is not
+    /// reading and the terminal's buffer is full: dropped rather than blocking the loop).
+    pub fn relay_input(&mut self) {
+        let Some((stdin, terminal)) = self.input.as_ref() else {
+            return;
+        };
+        let n = loop {
+            match nix::unistd::read(stdin, &mut self.buf) {
+                Ok(n) => break n,
+                Err(nix::errno::Errno::EINTR) => continue,
+                Err(nix::errno::Errno::EAGAIN) => return,
+                Err(e) => {
+                    tracing::debug!(error = %e, "reading stdin failed, no more input for the child");
+                    break 0;
+                }
+            }
+        };
+        if n == 0 {
+            self.input = None;
+            return;
+        }
+        match nix::unistd::write(terminal, &self.buf[..n]) {
+            Ok(w) if w == n => {}
+            Ok(w) => tracing::warn!(
+                dropped = n - w,
+                "the child's terminal took only part of the input"
+            ),
+            Err(e) => tracing::warn!(error = %e, bytes = n, "input for the child's terminal dropped"),
+        }
     }
 
     /// Move at most one buffer from `stream` to its sinks. Returns the bytes moved (0 when
@@ -124,8 +180,13 @@ impl Tee {
                 Ok(n) => break n,
                 Err(nix::errno::Errno::EINTR) => continue,
                 Err(nix::errno::Errno::EAGAIN) => return 0,
+                // A terminal whose other side no process holds any more: its end of file.
+                Err(nix::errno::Errno::EIO) => {
+                    *slot = None;
+                    return 0;
+                }
                 Err(e) => {
-                    tracing::debug!(?stream, "reading the child's output failed: {e}");
+                    tracing::debug!(?stream, error = %e, "reading the child's output failed");
                     *slot = None;
                     return 0;
                 }
@@ -170,7 +231,7 @@ fn write_file(file: &mut Option<File>, data: &[u8]) {
     if let Some(f) = file
         && let Err(e) = f.write_all(data)
     {
-        tracing::warn!("writing captured output failed, capture stopped: {e}");
+        tracing::warn!(error = %e, "writing captured output failed, capture stopped");
         *file = None;
     }
 }
@@ -207,7 +268,7 @@ mod tests {
             (tee.pass_out, tee.pass_err) = (false, false); // keep the test output clean
             let (r1, w1) = nix::unistd::pipe().unwrap();
             let (r2, w2) = nix::unistd::pipe().unwrap();
-            tee.attach(r1, r2);
+            tee.attach(r1, Some(r2));
             nix::unistd::write(&w1, b"out\n").unwrap();
             nix::unistd::write(&w2, b"err\n").unwrap();
             assert_eq!(tee.pump(Stream::Out), 4);
