@@ -9,18 +9,22 @@
 //! | get file contents | read `outputs/parameters/<path>` (staged by the wrapper of `main`), or report `outputs/parameter-errors/<path>` (why the wrapper could not stage it) |
 //! | copy file | copy `outputs/artifacts/<path>.tgz` (the level is ignored: already compressed) |
 //! | output stream | open `ctr/<name>/stdout` or `ctr/<name>/combined` |
-//! | wait | `ctr/<name>/exitcode` for every name, noticed through inotify ([`watch`]) |
-//! | kill | write `15` to `ctr/<name>/signal`, wait `grace`, write `9`, wait again |
+//! | wait | `ctr/<name>/exitcode` for every name, noticed through inotify, or a 2 s scan when inotify is unavailable ([`ExitWatcher`]) |
+//! | kill | write `15` to `ctr/<name>/signal`, wait `grace`, write `9`, wait [`KILL_WAIT`] |
 //! | list names | the sub-directories of `ctr/` (wrapped containers only) |
 //!
-//! Unlike Argo v3.1–v3.5 the kill escalates to SIGKILL when the grace period runs out
-//! (Argo compared the timeout error against the wrong value and returned before writing `9`).
+//! The kill escalates as Argo's has since AW#15352 (v3.6.x/v3.7.x/v4.0.x back-ports, v4.1):
+//! SIGTERM, up to the grace period for the exit codes, then SIGKILL and up to a fixed 10 s
+//! more, however long the grace period was. Argo v3.1–v3.5 (and v3.6–v4.0 before the fix)
+//! compared the deadline error against the wrong value and returned before writing `9`, so
+//! a container that ignored SIGTERM outlived the deadline.
 
 mod watch;
 
 use std::path::Path;
 use std::time::Duration;
 
+use argoexec_core::fswatch::WatchMode;
 use argoexec_core::{ExecutorKind, PodPaths, protocol};
 use argoexec_runtime::{
     Capabilities, ContainerExit, ErrorKind, OutputStream, RuntimeError, RuntimeExecutor, StreamKind,
@@ -31,16 +35,29 @@ pub use watch::ExitWatcher;
 
 const KIND: ExecutorKind = ExecutorKind::Emissary;
 
+/// How long a kill waits for the exit codes after SIGKILL (Argo's fixed 10 s, AW#15352).
+pub const KILL_WAIT: Duration = Duration::from_secs(10);
+
 /// The emissary backend over a pod path layout.
 #[derive(Debug, Clone)]
 pub struct EmissaryExecutor {
     paths: PodPaths,
+    /// How exit codes are waited for ([`ExitWatcher`]).
+    watcher: ExitWatcher,
 }
 
 impl EmissaryExecutor {
-    /// A backend reading the emissary files under `paths`.
+    /// A backend reading the emissary files under `paths`, watching them as
+    /// `ARGOEXEC_FS_WATCH` asks (inotify by default).
     pub fn new(paths: PodPaths) -> Self {
-        Self { paths }
+        let watcher = ExitWatcher::new(paths.clone());
+        Self { paths, watcher }
+    }
+
+    /// A backend reading the emissary files under `paths`, watching them in `mode`.
+    pub fn with_watch_mode(paths: PodPaths, mode: WatchMode) -> Self {
+        let watcher = ExitWatcher::with_mode(paths.clone(), mode);
+        Self { paths, watcher }
     }
 
     fn io_error(action: &'static str, container: &str, path: &Path, e: std::io::Error) -> RuntimeError {
@@ -72,8 +89,7 @@ impl EmissaryExecutor {
 
     async fn wait_timeout(&self, names: &[String], limit: Duration) -> Result<bool, RuntimeError> {
         let cancel = CancellationToken::new();
-        let waiter = ExitWatcher::new(self.paths.clone());
-        match tokio::time::timeout(limit, waiter.wait_all(names, cancel.clone())).await {
+        match tokio::time::timeout(limit, self.watcher.wait_all(names, cancel.clone())).await {
             Ok(r) => r.map(|_| true),
             Err(_) => {
                 cancel.cancel();
@@ -111,6 +127,7 @@ impl RuntimeExecutor for EmissaryExecutor {
                 argoexec_core::param_file::ParamFileError::Io { source, .. } => {
                     Self::io_error(ACTION, &c, &staged, source)
                 }
+                // The message names main's path, not the staging area's; the cause keeps both.
                 e => {
                     let why = e
                         .to_string()
@@ -122,11 +139,21 @@ impl RuntimeExecutor for EmissaryExecutor {
                         c,
                         format!("{why} (its staged copy)"),
                     )
+                    .with_source(e)
                 }
             })
         })
         .await
-        .map_err(|e| RuntimeError::new(ErrorKind::Fatal, KIND, ACTION, container, e.to_string()))?
+        .map_err(|e| {
+            RuntimeError::new(
+                ErrorKind::Fatal,
+                KIND,
+                ACTION,
+                container,
+                "the reading task failed",
+            )
+            .with_source(e)
+        })?
     }
 
     async fn copy_file(
@@ -159,9 +186,7 @@ impl RuntimeExecutor for EmissaryExecutor {
         containers: &[String],
         cancel: CancellationToken,
     ) -> Result<Vec<ContainerExit>, RuntimeError> {
-        ExitWatcher::new(self.paths.clone())
-            .wait_all(containers, cancel)
-            .await
+        self.watcher.wait_all(containers, cancel).await
     }
 
     async fn kill(&self, containers: &[String], grace: Duration) -> Result<(), RuntimeError> {
@@ -212,7 +237,7 @@ impl RuntimeExecutor for EmissaryExecutor {
         for name in &stubborn {
             self.signal(name, 9)?;
         }
-        if self.wait_timeout(&stubborn, grace).await? {
+        if self.wait_timeout(&stubborn, KILL_WAIT).await? {
             return Ok(());
         }
         Err(RuntimeError::new(
@@ -220,7 +245,7 @@ impl RuntimeExecutor for EmissaryExecutor {
             KIND,
             "kill",
             stubborn.join(","),
-            format!("did not exit within {:?} after SIGKILL", grace),
+            format!("did not exit within {KILL_WAIT:?} after SIGKILL"),
         ))
     }
 

@@ -1,6 +1,7 @@
 //! Tests of the emissary backend against real files and real timing of inotify.
 
 use super::*;
+use argoexec_core::fswatch::WatchMode;
 use std::time::Instant;
 
 fn setup() -> (tempfile::TempDir, PodPaths, EmissaryExecutor) {
@@ -35,6 +36,34 @@ async fn wait_notices_exitcode_written_later() {
     );
     assert_eq!(exits[1].exit_code, Some(0));
     assert!(start.elapsed() < Duration::from_secs(5));
+}
+
+/// With polling forced, an exit code written after the first scan is seen at the next scan,
+/// 2 s later (virtual time: the scan period itself is what is checked).
+#[tokio::test(start_paused = true)]
+async fn forced_polling_sees_the_exitcode_at_the_next_scan() {
+    let (_d, paths, _) = setup();
+    let ex = EmissaryExecutor::with_watch_mode(paths.clone(), WatchMode::Poll);
+    let names = vec!["main".to_string()];
+    let waiting = ex.wait(&names, CancellationToken::new());
+    tokio::pin!(waiting);
+    assert!(
+        tokio::time::timeout(Duration::from_millis(1), &mut waiting)
+            .await
+            .is_err(),
+        "nothing to see yet"
+    );
+    protocol::create_shared_dir(&paths.ctr_dir("main")).unwrap();
+    protocol::write_atomic(&paths.exitcode_file("main"), b"4", 0o666).unwrap();
+    let written = tokio::time::Instant::now();
+    let exits = waiting.await.unwrap();
+    assert_eq!(exits[0].exit_code, Some(4));
+    let seen = written.elapsed();
+    let period = argoexec_core::fswatch::POLL_PERIOD;
+    assert!(
+        seen <= period && seen >= period - Duration::from_millis(10),
+        "seen after {seen:?}"
+    );
 }
 
 #[tokio::test]
@@ -155,17 +184,22 @@ async fn refused_and_planted_parameters_are_invalid_never_blocking() {
     assert!(e.message.contains("2097152 bytes"), "{e}");
 }
 
-#[tokio::test]
-async fn kill_escalates_to_sigkill() {
-    let (_d, paths, ex) = setup();
+/// A fake wrapper that ignores 15 and exits 137 on 9; the kill must escalate.
+async fn kill_escalates_to_sigkill_in(mode: WatchMode) {
+    let (_d, paths, _) = setup();
+    let ex = EmissaryExecutor::with_watch_mode(paths.clone(), mode);
     protocol::create_shared_dir(&paths.ctr_dir("side")).unwrap();
-    // A fake wrapper that ignores 15 and exits on 9.
     let p2 = paths.clone();
     let fake = tokio::spawn(async move {
+        let mut seen_term = false;
         loop {
-            if std::fs::read_to_string(p2.signal_file("side")).is_ok_and(|s| s == "9") {
-                protocol::write_atomic(&p2.exitcode_file("side"), b"137", 0o666).unwrap();
-                return;
+            match std::fs::read_to_string(p2.signal_file("side")).as_deref() {
+                Ok("15") => seen_term = true,
+                Ok("9") => {
+                    protocol::write_atomic(&p2.exitcode_file("side"), b"137", 0o666).unwrap();
+                    return seen_term;
+                }
+                _ => {}
             }
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
@@ -173,10 +207,39 @@ async fn kill_escalates_to_sigkill() {
     ex.kill(&["side".to_string()], Duration::from_millis(200))
         .await
         .unwrap();
-    fake.await.unwrap();
+    assert!(fake.await.unwrap(), "SIGTERM came first");
     assert_eq!(
         std::fs::read_to_string(paths.exitcode_file("side")).unwrap(),
         "137"
+    );
+}
+
+#[tokio::test]
+async fn kill_escalates_to_sigkill() {
+    kill_escalates_to_sigkill_in(WatchMode::Inotify).await;
+}
+
+#[tokio::test]
+async fn kill_escalates_to_sigkill_when_polling() {
+    kill_escalates_to_sigkill_in(WatchMode::Poll).await;
+}
+
+/// As Argo since AW#15352: SIGTERM, the grace period, SIGKILL, then 10 s more whatever the
+/// grace period, and an error naming the container if it is still there.
+#[tokio::test(start_paused = true)]
+async fn kill_waits_a_fixed_ten_seconds_after_sigkill() {
+    let (_d, paths, ex) = setup();
+    protocol::create_shared_dir(&paths.ctr_dir("stuck")).unwrap();
+    let start = tokio::time::Instant::now();
+    let grace = Duration::from_secs(30);
+    let e = ex.kill(&["stuck".to_string()], grace).await.unwrap_err();
+    let took = start.elapsed();
+    assert_eq!(e.kind(), ErrorKind::Fatal);
+    assert!(e.to_string().contains("stuck"), "{e}");
+    assert_eq!(std::fs::read_to_string(paths.signal_file("stuck")).unwrap(), "9");
+    assert!(
+        took >= grace + KILL_WAIT && took < grace + KILL_WAIT + Duration::from_secs(1),
+        "gave up after {took:?}"
     );
 }
 
