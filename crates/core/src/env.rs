@@ -5,6 +5,7 @@
 //! A missing required variable or a malformed value gives one [`EnvError`] naming the
 //! variable and the value.
 
+use crate::argo_version::ArgoVersion;
 use crate::executor_kind::ExecutorKind;
 use crate::paths::PodPaths;
 use crate::template::Template;
@@ -72,7 +73,8 @@ pub struct ExecutorEnv {
     pub pod_name: String,
     /// `ARGO_POD_UID`.
     pub pod_uid: Option<String>,
-    /// `ARGO_NAMESPACE` (v2.1), else read later from the service-account mount.
+    /// `ARGO_NAMESPACE` (an argoexec-rs override), else the service account's namespace
+    /// ([`resolve_namespace`], filled in by the binary's bootstrap).
     pub namespace: Option<String>,
     /// `ARGO_CONTAINER_NAME`: this container's own name.
     pub container_name: Option<String>,
@@ -108,6 +110,9 @@ pub struct ExecutorEnv {
     pub debug_pause_before: bool,
     /// `ARGO_DEBUG_PAUSE_AFTER`.
     pub debug_pause_after: bool,
+    /// The contract generation of the controller that built this pod, inferred from the
+    /// variables above ([`ArgoVersion::infer`]; `ARGOEXEC_ARGO_VERSION` overrides it).
+    pub argo_version: ArgoVersion,
 }
 
 impl ExecutorEnv {
@@ -163,6 +168,10 @@ impl ExecutorEnv {
                     .map_err(|e| invalid("ARGO_TERMINATION_GRACE_PERIOD_SECONDS", &v, e))?,
             ),
         };
+        if let Some(v) = opt(crate::argo_version::VERSION_ENV) {
+            v.parse::<ArgoVersion>()
+                .map_err(|e| invalid(crate::argo_version::VERSION_ENV, &v, e))?;
+        }
         Ok(Self {
             pod_name,
             pod_uid: opt("ARGO_POD_UID"),
@@ -184,6 +193,7 @@ impl ExecutorEnv {
             termination_grace,
             debug_pause_before: bool_var(&opt, "ARGO_DEBUG_PAUSE_BEFORE")?,
             debug_pause_after: bool_var(&opt, "ARGO_DEBUG_PAUSE_AFTER")?,
+            argo_version: ArgoVersion::infer(opt),
         })
     }
 }
@@ -278,27 +288,44 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
+/// The pod's namespace as Argo's executor learns it: `ARGO_NAMESPACE` when set (an
+/// argoexec-rs override; no Argo controller sets it), else the `namespace` file of the
+/// service-account mount (what client-go's in-cluster config reads), else `None` — a pod
+/// with `automountServiceAccountToken: false` has no such file.
+pub fn resolve_namespace(paths: &PodPaths, get: impl Fn(&str) -> Option<String>) -> Option<String> {
+    if let Some(ns) = get("ARGO_NAMESPACE").filter(|n| !n.trim().is_empty()) {
+        return Some(ns.trim().to_string());
+    }
+    let file = paths.service_account_dir_from(&get).join("namespace");
+    let text = std::fs::read_to_string(file).ok()?;
+    Some(text.trim().to_string()).filter(|n| !n.is_empty())
+}
+
 /// Default path of the ≤ v3.1 downward-API annotations file.
 pub const ANNOTATIONS_FILE: &str = "/argo/podmetadata/annotations";
 
 /// Which source a template came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TemplateSource {
-    /// The `ARGO_TEMPLATE` variable (v3.2+).
+    /// The `ARGO_TEMPLATE` variable (v3.2+; on init containers only since v3.6).
     Env,
     /// `/var/run/argo/template` (written by init).
     File(PathBuf),
-    /// `/argo/template/template`: the ConfigMap the pod builder offloads a large template to
-    /// (mounted in init only).
+    /// `/argo/config/ARGO_TEMPLATE`: the `<pod>` ConfigMap a v3.6+ controller offloads a
+    /// template above 128 KiB to, with `ARGO_TEMPLATE=offloaded` (mounted in init only).
     ConfigMap(PathBuf),
     /// The downward-API annotations file (≤ v3.1).
     Annotations(PathBuf),
 }
 
-/// Load the template: `ARGO_TEMPLATE` if set, else `/var/run/argo/template`, else the
-/// offloaded template `/argo/template/template` (a ConfigMap, for templates too large for an
-/// environment variable), else the annotations file (`annotations` overrides its default
-/// path, already rooted by the caller).
+/// Load the template, from the first source that has one:
+/// 1. `ARGO_TEMPLATE`, unless it is the literal `offloaded`;
+/// 2. when it is `offloaded`: `/argo/config/ARGO_TEMPLATE`, which must then exist;
+/// 3. `/var/run/argo/template` (init writes it; wait reads it since v3.6);
+/// 4. `/argo/config/ARGO_TEMPLATE` without the variable (a container that mounts the
+///    ConfigMap but was given no variable);
+/// 5. the ≤ v3.1 annotations file (`annotations` overrides its default path, already
+///    rooted by the caller).
 ///
 /// # Errors
 /// [`EnvError::NoTemplate`], [`EnvError::Read`] or [`EnvError::BadTemplate`].
@@ -307,31 +334,29 @@ pub fn load_template(
     get: impl Fn(&str) -> Option<String>,
     annotations: Option<&Path>,
 ) -> Result<(Template, TemplateSource), EnvError> {
-    if let Some(text) = get("ARGO_TEMPLATE").filter(|t| !t.trim().is_empty()) {
-        let t = Template::from_json(&text).map_err(|e| EnvError::BadTemplate {
-            source_name: "ARGO_TEMPLATE".into(),
-            error: e.to_string(),
-        })?;
-        return Ok((t, TemplateSource::Env));
+    let offloaded = paths.offloaded_template();
+    match get("ARGO_TEMPLATE").filter(|t| !t.trim().is_empty()) {
+        Some(text) if text.trim() == crate::argo_version::OFFLOADED => {
+            let t = read_template_file(&offloaded)?;
+            return Ok((t, TemplateSource::ConfigMap(offloaded)));
+        }
+        Some(text) => {
+            let t = Template::from_json(&text).map_err(|e| EnvError::BadTemplate {
+                source_name: "ARGO_TEMPLATE".into(),
+                error: e.to_string(),
+            })?;
+            return Ok((t, TemplateSource::Env));
+        }
+        None => {}
     }
     let file = paths.template_file();
-    let offloaded = paths.offloaded_template();
     for (path, source) in [
         (&file, TemplateSource::File(file.clone())),
         (&offloaded, TemplateSource::ConfigMap(offloaded.clone())),
     ] {
-        if !path.exists() {
-            continue;
+        if path.exists() {
+            return Ok((read_template_file(path)?, source));
         }
-        let text = std::fs::read_to_string(path).map_err(|error| EnvError::Read {
-            path: path.clone(),
-            error,
-        })?;
-        let t = Template::from_json(&text).map_err(|e| EnvError::BadTemplate {
-            source_name: path.display().to_string(),
-            error: e.to_string(),
-        })?;
-        return Ok((t, source));
     }
     let ann = annotations
         .map(Path::to_path_buf)
@@ -354,6 +379,18 @@ pub fn load_template(
         file,
         offloaded,
         annotations: ann,
+    })
+}
+
+/// Read and parse a template file.
+fn read_template_file(path: &Path) -> Result<Template, EnvError> {
+    let text = std::fs::read_to_string(path).map_err(|error| EnvError::Read {
+        path: path.to_path_buf(),
+        error,
+    })?;
+    Template::from_json(&text).map_err(|e| EnvError::BadTemplate {
+        source_name: path.display().to_string(),
+        error: e.to_string(),
     })
 }
 
@@ -416,6 +453,29 @@ mod tests {
     }
 
     #[test]
+    fn namespace_from_the_variable_then_the_service_account() {
+        let d = tempfile::tempdir().unwrap();
+        let paths = PodPaths::new(d.path());
+        assert_eq!(resolve_namespace(&paths, env(&[])), None);
+        let sa = paths.service_account_dir();
+        std::fs::create_dir_all(&sa).unwrap();
+        std::fs::write(sa.join("namespace"), "argo\n").unwrap();
+        assert_eq!(resolve_namespace(&paths, env(&[])).as_deref(), Some("argo"));
+        assert_eq!(
+            resolve_namespace(&paths, env(&[("ARGO_NAMESPACE", "team-a")])).as_deref(),
+            Some("team-a")
+        );
+        let other = d.path().join("other-sa");
+        std::fs::create_dir_all(&other).unwrap();
+        std::fs::write(other.join("namespace"), "ci").unwrap();
+        let dir = other.to_str().unwrap();
+        assert_eq!(
+            resolve_namespace(&paths, env(&[("ARGOEXEC_SERVICEACCOUNT_DIR", dir)])).as_deref(),
+            Some("ci")
+        );
+    }
+
+    #[test]
     fn rfc3339() {
         let t = parse_rfc3339("2026-12-02T12:00:00Z").unwrap().unwrap();
         assert_eq!(
@@ -450,7 +510,10 @@ mod tests {
         std::fs::create_dir_all(off.parent().unwrap()).unwrap();
         std::fs::write(&off, r#"{"name":"cm"}"#).unwrap();
         let (t, src) = load_template(&paths, env(&[]), Some(&ann)).unwrap();
-        assert_eq!((t.name.as_str(), src), ("cm", TemplateSource::ConfigMap(off)));
+        assert_eq!(
+            (t.name.as_str(), src),
+            ("cm", TemplateSource::ConfigMap(off.clone()))
+        );
         std::fs::create_dir_all(paths.var_run_argo()).unwrap();
         std::fs::write(paths.template_file(), r#"{"name":"f"}"#).unwrap();
         assert_eq!(load_template(&paths, env(&[]), Some(&ann)).unwrap().0.name, "f");
@@ -458,5 +521,17 @@ mod tests {
         assert_eq!((t.name.as_str(), src), ("e", TemplateSource::Env));
         let e = load_template(&paths, env(&[("ARGO_TEMPLATE", "{not json")]), None).unwrap_err();
         assert!(e.to_string().contains("ARGO_TEMPLATE"), "{e}");
+        // `offloaded` reads the ConfigMap even though /var/run/argo/template exists.
+        let (t, src) = load_template(&paths, env(&[("ARGO_TEMPLATE", "offloaded")]), None).unwrap();
+        assert_eq!(
+            (t.name.as_str(), src),
+            ("cm", TemplateSource::ConfigMap(off.clone()))
+        );
+        std::fs::remove_file(&off).unwrap();
+        let e = load_template(&paths, env(&[("ARGO_TEMPLATE", "offloaded")]), None).unwrap_err();
+        assert!(
+            matches!(&e, EnvError::Read { path, .. } if path.ends_with("argo/config/ARGO_TEMPLATE")),
+            "{e}"
+        );
     }
 }

@@ -9,6 +9,7 @@
 //!   so tests and local runs can re-root them;
 //! - [`protocol`]: the emissary file protocol shared by the wrapper and the wait side;
 //! - [`executor_kind`]: the five backend names;
+//! - [`argo_version`]: the Argo controller versions whose pod contract we speak;
 //! - [`exit`]: exit-code rules;
 //! - [`kill_cmd`]: the `kill-cmd-<container>` annotation (`%d` substitution);
 //! - [`names`]: container names checked before they become paths;
@@ -19,6 +20,7 @@
 //! [`param_file`].
 
 pub mod annotations;
+pub mod argo_version;
 pub mod env;
 pub mod executor_kind;
 pub mod exit;
@@ -30,6 +32,7 @@ pub mod paths;
 pub mod protocol;
 pub mod template;
 
+pub use argo_version::ArgoVersion;
 pub use env::{EnvError, ExecutorEnv};
 pub use executor_kind::ExecutorKind;
 pub use paths::PodPaths;

@@ -12,11 +12,16 @@ use std::path::{Component, Path, PathBuf};
 
 /// Environment variable that re-roots every in-pod path (tests, local runs).
 pub const ROOT_ENV: &str = "ARGOEXEC_PATH_ROOT";
+/// Environment variable overriding the service-account directory (tests, local runs).
+pub const SERVICE_ACCOUNT_DIR_ENV: &str = "ARGOEXEC_SERVICEACCOUNT_DIR";
 
-/// Where init mounts the ConfigMap holding an offloaded template.
-pub const OFFLOADED_TEMPLATE_DIR: &str = "/argo/template";
-/// The ConfigMap key (and file name) of an offloaded template.
-pub const OFFLOADED_TEMPLATE_KEY: &str = "template";
+/// Where a v3.6+ pod mounts its `<pod>` ConfigMap (volume `argo-env-config`): the
+/// offloaded template in init, the args file in the containers whose args it holds.
+pub const ARGO_CONFIG_DIR: &str = "/argo/config";
+/// The ConfigMap key (and file name under [`ARGO_CONFIG_DIR`]) of an offloaded template.
+pub const OFFLOADED_TEMPLATE_KEY: &str = "ARGO_TEMPLATE";
+/// The ConfigMap key (and file name under [`ARGO_CONFIG_DIR`]) of offloaded args (v4.1).
+pub const ARGS_FILE_KEY: &str = "ARGO_CONTAINER_ARGS_FILE";
 
 /// The in-pod path layout, optionally under a different root.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,11 +74,11 @@ impl PodPaths {
         self.var_run_argo().join("template")
     }
 
-    /// `/argo/template/template`: the template offloaded to a ConfigMap by the pod builder
-    /// when it is too large for an environment variable, mounted in init only (init then
-    /// writes [`Self::template_file`] for the other containers).
+    /// `/argo/config/ARGO_TEMPLATE`: the template a v3.6+ controller offloads to the `<pod>`
+    /// ConfigMap when it is too large for an environment variable, mounted in init only
+    /// (init then writes [`Self::template_file`] for the other containers).
     pub fn offloaded_template(&self) -> PathBuf {
-        self.rooted(OFFLOADED_TEMPLATE_DIR).join(OFFLOADED_TEMPLATE_KEY)
+        self.rooted(ARGO_CONFIG_DIR).join(OFFLOADED_TEMPLATE_KEY)
     }
 
     /// `/var/run/argo/ctr`: one sub-directory per wrapped container.
@@ -191,6 +196,14 @@ impl PodPaths {
     /// `/var/run/secrets/kubernetes.io/serviceaccount`.
     pub fn service_account_dir(&self) -> PathBuf {
         self.rooted("/var/run/secrets/kubernetes.io/serviceaccount")
+    }
+
+    /// The service-account directory in use: [`SERVICE_ACCOUNT_DIR_ENV`] when set (looked
+    /// up with `get`), else [`Self::service_account_dir`].
+    pub fn service_account_dir_from(&self, get: impl Fn(&str) -> Option<String>) -> PathBuf {
+        get(SERVICE_ACCOUNT_DIR_ENV)
+            .filter(|d| !d.is_empty())
+            .map_or_else(|| self.service_account_dir(), PathBuf::from)
     }
 }
 

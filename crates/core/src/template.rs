@@ -9,6 +9,7 @@
 pub mod container;
 mod io;
 mod location;
+mod relocate;
 
 pub use container::{
     Container, ContainerNode, ContainerSetRetryStrategy, ContainerSetTemplate, EnvVar, ScriptTemplate,
@@ -20,6 +21,7 @@ pub use location::{
     HttpArtifact, HttpAuth, HttpHeader, LocalArtifact, RawArtifact, S3Artifact, S3Encryption,
     SecretKeySelector,
 };
+pub use relocate::RelocateError;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};

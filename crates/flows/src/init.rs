@@ -4,12 +4,15 @@
 //!    template to `/var/run/argo/template` (0444), both atomically. kubelet and k8sapi:
 //!    copy the binary only, so their exec'd kill (`/var/run/argo/argoexec kill 15 1`) works
 //!    in images without a shell (an argoexec-rs addition; Argo v3.3 needed `sh` there).
-//!    Every executor: a template offloaded to a ConfigMap (too large for `ARGO_TEMPLATE`,
-//!    mounted in init only) is written to `/var/run/argo/template` (0444), where wait and the
-//!    other containers read it.
-//! 2. Stage a script template's source at `/argo/staging/script` (0644).
+//!    Every executor, every template source: the template is written to
+//!    `/var/run/argo/template` (0444), where wait and the other containers read it (since
+//!    Argo v3.6 only init has `ARGO_TEMPLATE`, possibly as `offloaded` with the JSON in the
+//!    `<pod>` ConfigMap at `/argo/config/ARGO_TEMPLATE`).
+//! 2. Stage a script template's source at `/argo/staging/script` with mode 0755 (v3.6,
+//!    AW#12787: a script with a shebang can be run directly).
 //! 3. Load every input artifact: optional unsupplied ones are skipped, required ones must be
-//!    supplied; paths overlapping a user volume are written through `/mainctrfs`, the others
+//!    supplied; a key-only one (`s3: {key: …}`) is relocated onto the archive location first
+//!    (Argo's `Relocate`, `argoexec_core::template` relocate rules); paths overlapping a user volume are written through `/mainctrfs`, the others
 //!    to `/argo/inputs/artifacts/<name>` (which main mounts by subPath); archives are unpacked
 //!    by the rules of [`argoexec_archive::unpack_input`]; `mode`/`recurseMode` are applied.
 
@@ -19,7 +22,6 @@ use std::path::{Path, PathBuf};
 use argoexec_archive::Strategy;
 use argoexec_artifacts::{AnyDriver, ArtifactDriver, Opened};
 use argoexec_core::ExecutorKind;
-use argoexec_core::env::TemplateSource;
 use argoexec_core::protocol::write_atomic;
 use argoexec_core::template::Artifact;
 
@@ -30,29 +32,23 @@ use crate::{FlowError, StepContext, blocking};
 /// # Errors
 /// The first failure; the caller writes it to the termination log.
 pub async fn run(ctx: &StepContext, self_exe: &Path) -> Result<(), FlowError> {
-    match ctx.env.runtime_executor {
-        ExecutorKind::Emissary => install_emissary(ctx, self_exe).await?,
-        ExecutorKind::Kubelet | ExecutorKind::K8sApi => {
-            install_binary(ctx, self_exe).await?;
+    let binary = match ctx.env.runtime_executor {
+        ExecutorKind::Emissary | ExecutorKind::Kubelet | ExecutorKind::K8sApi => {
+            Some(install_binary(ctx, self_exe).await?)
         }
-        _ => {}
-    }
-    if matches!(ctx.template_source, TemplateSource::ConfigMap(_))
-        && ctx.env.runtime_executor != ExecutorKind::Emissary
-    {
-        write_template(ctx)?;
-    }
+        _ => None,
+    };
+    let tpl = write_template(ctx)?;
+    tracing::info!(
+        binary = binary.as_ref().map(|b| b.display().to_string()),
+        template = %tpl.display(),
+        source = ?ctx.template_source,
+        "installed the executor files"
+    );
     stage_script(ctx).await?;
     for art in &ctx.template.inputs.artifacts {
         load_artifact(ctx, art).await?;
     }
-    Ok(())
-}
-
-async fn install_emissary(ctx: &StepContext, self_exe: &Path) -> Result<(), FlowError> {
-    let dest = install_binary(ctx, self_exe).await?;
-    let tpl = write_template(ctx)?;
-    tracing::info!(binary = %dest.display(), template = %tpl.display(), "installed the emissary");
     Ok(())
 }
 
@@ -97,7 +93,7 @@ async fn stage_script(ctx: &StepContext) -> Result<(), FlowError> {
             .await
             .map_err(|e| FlowError::io("create", parent, e))?;
     }
-    write_atomic(&path, script.source.as_bytes(), 0o644)
+    write_atomic(&path, script.source.as_bytes(), 0o755)
         .map_err(|e| FlowError::io("stage script at", &path, e))
 }
 
@@ -124,7 +120,10 @@ async fn load_artifact(ctx: &StepContext, art: &Artifact) -> Result<(), FlowErro
         return Err(fail("required artifact not supplied".into()));
     }
     let dest = input_destination(ctx, art).ok_or_else(|| fail("input artifact has no path".into()))?;
-    let driver = AnyDriver::for_location(&art.location, &ctx.artifacts).map_err(|e| fail(e.to_string()))?;
+    // A key-only artifact takes the rest of its location from the archive location.
+    let archive = ctx.template.archive_location.as_ref().map(|a| &a.location);
+    let location = art.location.relocate(archive).map_err(|e| fail(e.to_string()))?;
+    let driver = AnyDriver::for_location(&location, &ctx.artifacts).map_err(|e| fail(e.to_string()))?;
     let download = sibling(&dest, ".download");
     let _ = tokio::fs::remove_file(&download).await;
     let strategy = match &art.archive {

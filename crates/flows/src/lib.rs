@@ -7,6 +7,7 @@
 
 pub mod init;
 pub mod outputs;
+pub mod progress;
 pub mod wait;
 
 use std::path::PathBuf;

@@ -1,8 +1,8 @@
 //! `argoexec wait`: wait for the main container(s), then capture and report outputs.
 //!
-//! Order (Argo v3.3+): announce (`reporter.start()`, v3.5's "outputs are coming" handshake;
-//! emissary only, see below)
-//! → wait → script result → output parameters → output artifacts → log archive → report →
+//! Order (Argo v3.3+): announce (`reporter.start()`, v3.5+'s "outputs are coming" handshake,
+//! which the reporter skips for v3.3 pods) → wait, reporting progress ticks meanwhile
+//! ([`crate::progress`]) → script result → output parameters → output artifacts → log archive → report →
 //! kill sidecars. Every capture step runs even when an earlier one failed
 //! (errors are collected, the first is returned), so one broken artifact does not lose the
 //! others. Stopping is local and event-driven:
@@ -11,7 +11,9 @@
 //! - the `terminate` token (the binary cancels it on SIGTERM) does the same with
 //!   "Step terminated".
 //!
-//! In both cases the outputs are still captured and reported before the flow returns.
+//! In both cases the outputs are still captured and reported before the flow returns; after
+//! a SIGTERM the capture is bounded so the final report (`report-outputs-completed: "true"`)
+//! lands before the kubelet's KILL.
 
 use std::time::{Duration, SystemTime};
 
@@ -48,42 +50,63 @@ pub async fn run<R: RuntimeExecutor, P: OutputReporter>(
 ) -> WaitOutcome {
     let mains = ctx.template.main_container_names();
     let mut errors = Vec::new();
-    // The handshake is v3.5's, and v3.5 pods are emissary pods: the other executors exist
-    // only for v3.3 controllers, which never read the label, so they skip the extra write.
-    // A SIGTERM while the announcement is still retrying skips it: the report upserts anyway.
-    if ctx.env.runtime_executor == argoexec_core::ExecutorKind::Emissary {
-        tokio::select! {
-            r = reporter.start() => if let Err(e) = r {
-                errors.push(e.into());
-            },
-            _ = terminate.cancelled() => tracing::warn!("terminated before outputs were announced"),
-        }
+    // The reporter knows whether the pod's controller wants the announcement (v3.5+). A
+    // SIGTERM while it is still retrying skips it: the report upserts anyway.
+    tokio::select! {
+        r = reporter.start() => if let Err(e) = r {
+            errors.push(e.into());
+        },
+        _ = terminate.cancelled() => tracing::warn!("terminated before outputs were announced"),
     }
-    let (exits, stop_message) = wait_for_mains(ctx, runtime, &mains, terminate, &mut errors).await;
+    let progress = crate::progress::Monitor::start(ctx);
+    let (exits, stop_message) = {
+        let waiting = wait_for_mains(ctx, runtime, &mains, terminate.clone(), &mut errors);
+        let ticking = async {
+            match &progress {
+                Some(m) => m.report_ticks(reporter, ctx.env.progress_patch_tick).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            r = waiting => r,
+            () = ticking => unreachable!("progress ticks never end"),
+        }
+    };
 
     let mut outcome = NodeResult {
         message: stop_message,
+        progress: progress.as_ref().and_then(crate::progress::Monitor::latest),
         ..Default::default()
     };
-    match result::capture(ctx, runtime).await {
-        Ok(r) => outcome.outputs.result = r,
-        Err(e) => errors.push(e),
-    }
-    let (ps, errs) = params::capture(ctx, runtime).await;
-    outcome.outputs.parameters = ps;
-    errors.extend(errs);
-    let (arts, errs) = artifacts::save(ctx, runtime).await;
-    outcome.outputs.artifacts = arts;
-    errors.extend(errs);
-    let (log_arts, errs) = logs::save(ctx, runtime).await;
-    outcome.outputs.artifacts.extend(log_arts);
-    errors.extend(errs);
+    drop(progress);
     outcome.outputs.exit_code = exits
         .iter()
         .find(|e| e.name == MAIN)
         .or(exits.first())
         .and_then(|e| e.exit_code)
         .map(|c| c.to_string());
+    // Terminated (pod deletion, the pod's deadline): the kubelet KILLs wait at the end of
+    // its grace period, so the capture gets what is left of it minus a reserve for the
+    // report, which must land or the workflow stays Running (Argo #12993).
+    let capture = capture_outputs(ctx, runtime, &mut outcome, &mut errors);
+    if terminate.is_cancelled() {
+        let budget = ctx.env.termination_grace / 2;
+        let reserve = (budget / 3).min(Duration::from_secs(10));
+        if tokio::time::timeout(budget.saturating_sub(reserve), capture)
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                ?budget,
+                "output capture cut short to report before the grace period ends"
+            );
+            errors.push(FlowError::Stopped(
+                "outputs not fully captured: wait was terminated and its grace period ran out".into(),
+            ));
+        }
+    } else {
+        capture.await;
+    }
     if outcome.message.is_none() {
         outcome.message = errors.first().map(ToString::to_string);
     }
@@ -98,6 +121,29 @@ pub async fn run<R: RuntimeExecutor, P: OutputReporter>(
         exits,
         errors,
     }
+}
+
+/// Capture the script result, output parameters, artifacts and logs into `outcome`, in
+/// Argo's order; every step runs even when an earlier one failed.
+async fn capture_outputs<R: RuntimeExecutor>(
+    ctx: &StepContext,
+    runtime: &R,
+    outcome: &mut NodeResult,
+    errors: &mut Vec<FlowError>,
+) {
+    match result::capture(ctx, runtime).await {
+        Ok(r) => outcome.outputs.result = r,
+        Err(e) => errors.push(e),
+    }
+    let (ps, errs) = params::capture(ctx, runtime).await;
+    outcome.outputs.parameters = ps;
+    errors.extend(errs);
+    let (arts, errs) = artifacts::save(ctx, runtime).await;
+    outcome.outputs.artifacts = arts;
+    errors.extend(errs);
+    let (log_arts, errs) = logs::save(ctx, runtime).await;
+    outcome.outputs.artifacts.extend(log_arts);
+    errors.extend(errs);
 }
 
 /// Wait for the mains, or stop them at the deadline / on terminate.

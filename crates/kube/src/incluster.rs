@@ -26,8 +26,7 @@ use http::HeaderValue;
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
 
-/// Environment variable overriding the service-account directory (tests, local runs).
-pub const SERVICE_ACCOUNT_DIR_ENV: &str = "ARGOEXEC_SERVICEACCOUNT_DIR";
+pub use argoexec_core::paths::SERVICE_ACCOUNT_DIR_ENV;
 /// The API server's host, injected into every pod.
 pub const HOST_ENV: &str = "KUBERNETES_SERVICE_HOST";
 /// The API server's port, injected into every pod.

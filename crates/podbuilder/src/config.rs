@@ -76,6 +76,12 @@ pub struct ControllerConfig {
     pub images: BTreeMap<String, ImageEntry>,
     /// `artifactRepository`: the default repository (see [`crate::repository`]).
     pub artifact_repository: Option<Value>,
+    /// `instanceID`: the controller's instance (label `controller-instanceid`, executor
+    /// variable `ARGO_INSTANCE_ID`).
+    pub instance_id: Option<String>,
+    /// `argoVersion` (argoexec-rs): the controller version whose pods to build, when
+    /// `--argo-version` is not given.
+    pub argo_version: Option<argoexec_core::ArgoVersion>,
     /// Every other key, kept.
     pub unknown: Map<String, Value>,
 }
@@ -93,6 +99,8 @@ const KNOWN: &[&str] = &[
     "mainContainer",
     "images",
     "artifactRepository",
+    "instanceID",
+    "argoVersion",
 ];
 
 fn yaml(text: &str) -> Result<Value, String> {
@@ -250,6 +258,20 @@ impl ControllerConfig {
             }
             crate::repository::parse(&v).map_err(|m| invalid("artifactRepository", m))?;
             c.artifact_repository = Some(v);
+        }
+        if let Some(v) = take(&mut f, "instanceID") {
+            let id = v
+                .as_str()
+                .ok_or_else(|| invalid("instanceID", "must be a string"))?;
+            c.instance_id = Some(id.trim().to_string()).filter(|i| !i.is_empty());
+        }
+        if let Some(v) = take(&mut f, "argoVersion") {
+            let text = match &v {
+                Value::String(s) => s.clone(),
+                Value::Number(n) => n.to_string(),
+                _ => return Err(invalid("argoVersion", "must be a version such as \"4.1\"")),
+            };
+            c.argo_version = Some(text.parse().map_err(|e| invalid("argoVersion", e))?);
         }
         let warnings = f
             .keys()

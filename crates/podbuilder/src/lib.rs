@@ -4,21 +4,19 @@
 //! - [`config`]: the `workflow-controller-configmap` parsed into typed configuration;
 //! - [`selector`]: Kubernetes label-selector semantics, used by `containerRuntimeExecutors`;
 //! - [`select_executor`]: which executor a workflow gets, and why;
-//! - [`build`]: the pod builder itself (template + config → Pod), with [`offload`] for
-//!   templates too large for the environment (a ConfigMap the caller creates first).
+//! - [`build`]: the pod builder itself (template + config + Argo version → Pod, and the
+//!   `<pod>` ConfigMap of values too large for it, which the caller creates first).
 
 pub mod build;
 pub mod config;
-pub mod offload;
 pub mod repository;
 pub mod resolve;
 pub mod selector;
 pub mod validate;
 pub mod workflow;
 
-pub use build::{BuildError, BuildOptions, WorkflowMeta, build_pod};
+pub use build::{BuildError, BuildOptions, PodBuild, ProgressTicks, WorkflowMeta, build_pod};
 pub use config::{ConfigError, ControllerConfig, ImageEntry};
-pub use offload::template_config_map;
 pub use selector::LabelSelector;
 
 use argoexec_core::{ExecutorKind, Template};

@@ -1,5 +1,5 @@
 //! The Workflow manifest subset the pod builder needs: metadata, `spec.entrypoint`,
-//! `spec.templates`, `spec.arguments`.
+//! `spec.templates`, `spec.arguments`, `spec.podSpecPatch`.
 
 use argoexec_core::Template;
 use serde::Deserialize;
@@ -60,6 +60,8 @@ struct Spec {
     templates: Vec<Value>,
     #[serde(default)]
     arguments: Value,
+    #[serde(default, rename = "podSpecPatch")]
+    pod_spec_patch: Option<String>,
 }
 
 /// A parsed Workflow.
@@ -100,6 +102,7 @@ impl Workflow {
                 namespace: m.metadata.namespace.unwrap_or_else(|| "default".into()),
                 uid: m.metadata.uid.unwrap_or_default(),
                 labels: m.metadata.labels,
+                pod_spec_patch: spec.pod_spec_patch,
             },
             entrypoint: spec.entrypoint,
             templates: spec.templates,

@@ -1,6 +1,6 @@
 //! Pod-builder checks per executor against argo-executors.md §5.2.
 
-use argoexec_core::{ExecutorKind, Template};
+use argoexec_core::{ArgoVersion, ExecutorKind, Template};
 use argoexec_podbuilder::*;
 use k8s_openapi::api::core::v1::{Container, Pod};
 
@@ -14,6 +14,15 @@ const TPL: &str = r#"{"name": "step",
   "activeDeadlineSeconds": 30}"#;
 
 fn build(executor: ExecutorKind, cm: &str) -> Result<Pod, BuildError> {
+    let v = if executor == ExecutorKind::Emissary {
+        ArgoVersion::NEWEST
+    } else {
+        ArgoVersion::V3_3
+    };
+    build_v(executor, cm, v)
+}
+
+fn build_v(executor: ExecutorKind, cm: &str, version: ArgoVersion) -> Result<Pod, BuildError> {
     let (config, _) = ControllerConfig::from_configmap_yaml(cm).unwrap();
     let wf = WorkflowMeta {
         name: "wf".into(),
@@ -27,8 +36,12 @@ fn build(executor: ExecutorKind, cm: &str) -> Result<Pod, BuildError> {
         "wf-123",
         &config,
         executor,
-        &BuildOptions::default(),
+        &BuildOptions {
+            argo_version: version,
+            ..Default::default()
+        },
     )
+    .map(|b| b.pod)
 }
 
 const IMAGES: &str =
@@ -59,7 +72,7 @@ fn env<'a>(c: &'a Container, name: &str) -> Option<&'a k8s_openapi::api::core::v
 #[test]
 fn layout_common_to_every_executor() {
     for k in ExecutorKind::ALL {
-        let p = build(k, IMAGES).unwrap();
+        let p = build_v(k, IMAGES, ArgoVersion::V3_3).unwrap();
         let spec = p.spec.as_ref().unwrap();
         let names: Vec<_> = spec.containers.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(names, ["wait", "main", "side"], "{k}");
@@ -122,15 +135,26 @@ fn emissary_wraps_commands_and_looks_up_images() {
             "emissary",
             "--loglevel",
             "info",
+            "--log-format",
+            "text",
+            "--gloglevel",
+            "0",
             "--",
             "sh"
         ]
     );
+    let v33 = build_v(ExecutorKind::Emissary, IMAGES, ArgoVersion::V3_3).unwrap();
+    assert_eq!(
+        ctr(&v33, "main").command.as_ref().unwrap(),
+        &["/var/run/argo/argoexec", "emissary", "--", "sh"],
+        "v3.3 passes no log options to the emissary"
+    );
     let side = ctr(&p, "side");
     assert_eq!(side.command.as_ref().unwrap().last().unwrap(), "nginx");
     assert_eq!(side.args.as_ref().unwrap(), &["-g", "daemon off;"]);
-    assert!(
-        ctr(&p, "wait").command.as_ref().unwrap() == &["argoexec"],
+    assert_eq!(
+        ctr(&p, "wait").command.as_ref().unwrap()[..2],
+        ["argoexec", "wait"],
         "wait is never wrapped"
     );
     let e = build(ExecutorKind::Emissary, "kind: ConfigMap\n")
@@ -215,7 +239,10 @@ fn container_names_like_paths_are_refused() {
             "wf-1",
             &ControllerConfig::default(),
             executor,
-            &BuildOptions::default(),
+            &BuildOptions {
+                argo_version: ArgoVersion::V3_3,
+                ..Default::default()
+            },
         )
     };
     for (tpl, executor, needle) in [
@@ -250,109 +277,221 @@ fn container_names_like_paths_are_refused() {
     );
 }
 
-#[test]
-fn large_templates_leave_the_environment_for_a_config_map() {
-    let wf = WorkflowMeta {
+fn all(p: &Pod) -> Vec<Container> {
+    let s = p.spec.as_ref().unwrap();
+    s.init_containers
+        .iter()
+        .flatten()
+        .chain(&s.containers)
+        .cloned()
+        .collect()
+}
+
+fn script_of(bytes: usize) -> Template {
+    Template::from_json(&format!(
+        r#"{{"name": "big", "inputs": {{"parameters": [{{"name": "p", "value": "v"}}]}},
+            "script": {{"image": "busybox", "command": ["sh"], "source": "{}"}}}}"#,
+        "#".repeat(bytes)
+    ))
+    .unwrap()
+}
+
+fn wf_meta() -> WorkflowMeta {
+    WorkflowMeta {
         name: "wf".into(),
         namespace: "argo".into(),
         uid: "u-1".into(),
         ..Default::default()
-    };
-    let script = |bytes: usize| {
-        Template::from_json(&format!(
-            r#"{{"name": "big", "script": {{"image": "busybox", "command": ["sh"], "source": "{}"}}}}"#,
-            "#".repeat(bytes)
-        ))
-        .unwrap()
-    };
-    let build = |t: &Template| {
-        build_pod(
-            &wf,
-            t,
-            "wf-1",
-            &ControllerConfig::default(),
-            ExecutorKind::Emissary,
-            &BuildOptions::default(),
-        )
-        .unwrap()
-    };
-    let all = |p: &Pod| -> Vec<Container> {
-        let s = p.spec.as_ref().unwrap();
-        s.init_containers
-            .iter()
-            .flatten()
-            .chain(&s.containers)
-            .cloned()
-            .collect()
-    };
-    // At the threshold: ARGO_TEMPLATE everywhere (Argo compatibility), no ConfigMap.
-    let small = script(1000);
-    let p = build(&small);
-    assert!(all(&p).iter().all(|c| env(c, "ARGO_TEMPLATE").is_some()));
-    assert!(template_config_map(&wf, &small, "wf-1").unwrap().is_none());
-    let mut edge = script(0);
-    let pad = argoexec_podbuilder::offload::TEMPLATE_ENV_MAX - edge.to_json().len();
-    edge = script(pad);
-    assert_eq!(
-        edge.to_json().len(),
-        argoexec_podbuilder::offload::TEMPLATE_ENV_MAX
-    );
-    assert!(env(&all(&build(&edge))[0], "ARGO_TEMPLATE").is_some());
-    // One byte more: no container has it; init mounts the ConfigMap read-only.
-    let big = script(pad + 1);
-    let p = build(&big);
-    for c in all(&p) {
-        assert!(
-            env(&c, "ARGO_TEMPLATE").is_none(),
-            "{} still has ARGO_TEMPLATE",
-            c.name
-        );
     }
-    let init = &p.spec.as_ref().unwrap().init_containers.as_ref().unwrap()[0];
-    let m = init
-        .volume_mounts
-        .iter()
-        .flatten()
-        .find(|m| m.name == "argo-template")
-        .expect("init mounts the template");
-    assert_eq!(
-        (m.mount_path.as_str(), m.read_only),
-        ("/argo/template", Some(true))
-    );
+}
+
+fn build_tpl(t: &Template, version: ArgoVersion) -> Result<PodBuild, BuildError> {
+    build_pod(
+        &wf_meta(),
+        t,
+        "wf-1",
+        &ControllerConfig::default(),
+        ExecutorKind::Emissary,
+        &BuildOptions {
+            argo_version: version,
+            ..Default::default()
+        },
+    )
+}
+
+/// v3.6+: `ARGO_TEMPLATE` (without `inputs.parameters`) on init only; above 131072 bytes the
+/// literal `offloaded`, the JSON in the `<pod>` ConfigMap mounted at `/argo/config` in init.
+#[test]
+fn large_templates_are_offloaded_as_argo_3_6_does() {
+    let edge_len = |t: &Template| {
+        let mut t = t.clone();
+        t.inputs.parameters.clear();
+        t.to_json().len()
+    };
+    let pad = argoexec_core::argo_version::TEMPLATE_ENV_MAX - edge_len(&script_of(0));
+    let edge = script_of(pad);
+    assert_eq!(edge_len(&edge), argoexec_core::argo_version::TEMPLATE_ENV_MAX);
+    let b = build_tpl(&edge, ArgoVersion::V4_1).unwrap();
+    assert!(b.config_map.is_none());
+    let init = &all(&b.pod)[0];
+    let t = env(init, "ARGO_TEMPLATE").unwrap().value.clone().unwrap();
+    assert!(!t.contains("\"parameters\""), "inputs.parameters are cleared");
     assert!(
-        all(&p)
-            .iter()
-            .skip(1)
-            .all(|c| !mounts(c).iter().any(|m| m.0 == "argo-template")),
-        "only init mounts it"
+        all(&b.pod)[1..].iter().all(|c| env(c, "ARGO_TEMPLATE").is_none()),
+        "init only"
     );
-    let vol = p
+
+    let big = script_of(pad + 1);
+    let b = build_tpl(&big, ArgoVersion::V4_1).unwrap();
+    let init = &all(&b.pod)[0];
+    assert_eq!(
+        env(init, "ARGO_TEMPLATE").unwrap().value.as_deref(),
+        Some("offloaded")
+    );
+    assert!(mounts(init).contains(&("argo-env-config".into(), "/argo/config".into())));
+    assert!(
+        all(&b.pod)[1..]
+            .iter()
+            .all(|c| !mounts(c).iter().any(|m| m.0 == "argo-env-config"))
+    );
+    let cm = b.config_map.unwrap();
+    assert_eq!(cm.metadata.name.as_deref(), Some("wf-1"), "named after the pod");
+    assert_eq!(cm.data.as_ref().unwrap()["ARGO_TEMPLATE"].len(), edge_len(&big));
+    let vol = b
+        .pod
         .spec
         .as_ref()
         .unwrap()
         .volumes
         .iter()
         .flatten()
-        .find(|v| v.name == "argo-template")
+        .find(|v| v.name == "argo-env-config")
         .unwrap();
-    assert_eq!(vol.config_map.as_ref().unwrap().name, "wf-1-template");
-    let cm = template_config_map(&wf, &big, "wf-1").unwrap().unwrap();
-    assert_eq!(cm.metadata.name.as_deref(), Some("wf-1-template"));
-    assert_eq!(cm.metadata.namespace.as_deref(), Some("argo"));
-    assert_eq!(cm.data.as_ref().unwrap()["template"], big.to_json());
-    // Beyond what a ConfigMap holds: a clear error, no pod.
-    let huge = script(1024 * 1024);
-    let e = build_pod(
-        &wf,
-        &huge,
-        "wf-1",
-        &ControllerConfig::default(),
-        ExecutorKind::Emissary,
-        &BuildOptions::default(),
-    )
-    .unwrap_err()
-    .to_string();
+    let src = vol.config_map.as_ref().unwrap();
+    assert_eq!((src.name.as_str(), src.items.is_none()), ("wf-1", true));
+
+    // v3.5 keeps the full template on every container; argoexec-rs offloads what would fail
+    // with E2BIG, and tells wait its version (it cannot infer it without ARGO_TEMPLATE).
+    let b = build_tpl(&script_of(1000), ArgoVersion::V3_5).unwrap();
+    assert!(all(&b.pod).iter().all(|c| env(c, "ARGO_TEMPLATE").is_some()));
+    let b = build_tpl(&script_of(200_000), ArgoVersion::V3_5).unwrap();
+    let wait = ctr(&b.pod, "wait");
+    assert!(env(wait, "ARGO_TEMPLATE").is_none());
+    assert_eq!(
+        env(wait, "ARGOEXEC_ARGO_VERSION").unwrap().value.as_deref(),
+        Some("3.5")
+    );
+
+    let e = build_tpl(&script_of(1024 * 1024), ArgoVersion::V4_1)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("above the 1048576 bytes a ConfigMap can hold"), "{e}");
+}
+
+/// v3.7.10+/v4.0.1+/v4.1: args whose JSON is above 131072 bytes move to the ConfigMap.
+#[test]
+fn large_args_move_to_the_args_file() {
+    let t = Template::from_json(&format!(
+        r#"{{"container": {{"image": "busybox", "command": ["echo"], "args": ["small", "{}"]}}}}"#,
+        "a".repeat(140 * 1024)
+    ))
+    .unwrap();
+    for v in [ArgoVersion::V3_7, ArgoVersion::V4_0, ArgoVersion::V4_1] {
+        let b = build_tpl(&t, v).unwrap();
+        let main = ctr(&b.pod, "main");
+        assert!(main.args.is_none(), "{v}");
+        assert_eq!(
+            env(main, "ARGO_CONTAINER_ARGS_FILE").unwrap().value.as_deref(),
+            Some("/argo/config/ARGO_CONTAINER_ARGS_FILE")
+        );
+        assert!(mounts(main).contains(&("argo-env-config".into(), "/argo/config".into())));
+        let cm = b.config_map.unwrap();
+        let args: Vec<String> =
+            serde_json::from_str(&cm.data.as_ref().unwrap()["ARGO_CONTAINER_ARGS_FILE"]).unwrap();
+        assert_eq!((args.len(), args[0].as_str()), (2, "small"));
+        // The template holds the args too, so it is offloaded beside them.
+        assert!(cm.data.as_ref().unwrap().contains_key("ARGO_TEMPLATE"));
+    }
+    let b = build_tpl(&t, ArgoVersion::V3_5).unwrap();
+    assert!(ctr(&b.pod, "main").args.is_some(), "v3.5 has no args file");
+    assert!(
+        !b.config_map
+            .unwrap()
+            .data
+            .unwrap()
+            .contains_key("ARGO_CONTAINER_ARGS_FILE")
+    );
+}
+
+/// What each version puts in the environment (docs/compatibility.md).
+#[test]
+fn environment_per_version() {
+    let t = Template::from_json(r#"{"container": {"image": "busybox", "command": ["true"]}}"#).unwrap();
+    let has = |c: &Container, n: &str| env(c, n).is_some();
+    for v in ArgoVersion::ALL {
+        let p = build_tpl(&t, v).unwrap().pod;
+        let (wait, main) = (ctr(&p, "wait"), ctr(&p, "main"));
+        assert_eq!(has(wait, "ARGO_TEMPLATE"), v <= ArgoVersion::V3_5, "{v}");
+        assert_eq!(has(main, "ARGO_TEMPLATE"), v <= ArgoVersion::V3_5, "{v}");
+        assert_eq!(has(wait, "GODEBUG"), v <= ArgoVersion::V3_5, "{v}");
+        assert_eq!(has(wait, "ARGO_WORKFLOW_UID"), v >= ArgoVersion::V3_5, "{v}");
+        assert_eq!(has(main, "ARGO_WORKFLOW_NAME"), v >= ArgoVersion::V4_1, "{v}");
+        assert_eq!(
+            has(wait, "ARGO_ARTIFACT_PLUGIN_NAMES"),
+            v >= ArgoVersion::V4_0,
+            "{v}"
+        );
+        assert!(!has(main, "ARGO_POD_NAME") && has(wait, "ARGO_POD_NAME"), "{v}");
+        assert!(
+            !has(main, "ARGO_TERMINATION_GRACE_PERIOD_SECONDS"),
+            "{v}: only with a grace period"
+        );
+        let cmd = wait.command.as_ref().unwrap();
+        assert_eq!(
+            cmd.contains(&"--gloglevel".to_string()),
+            v >= ArgoVersion::V3_7,
+            "{v}"
+        );
+        assert_eq!(
+            cmd.contains(&"--log-format".to_string()),
+            v >= ArgoVersion::V3_5,
+            "{v}"
+        );
+        let tmp = mounts(wait).contains(&("tmp-dir-argo".into(), "/tmp".into()));
+        assert_eq!(tmp, v >= ArgoVersion::V3_5, "{v}");
+    }
+    // Progress off: v3.5+ drop all three variables, v3.3 keeps the file.
+    for (v, file) in [(ArgoVersion::V3_3, true), (ArgoVersion::V4_1, false)] {
+        let opts = BuildOptions {
+            argo_version: v,
+            progress: None,
+            ..Default::default()
+        };
+        let p = build_pod(
+            &wf_meta(),
+            &t,
+            "wf-1",
+            &ControllerConfig::default(),
+            ExecutorKind::Emissary,
+            &opts,
+        )
+        .unwrap()
+        .pod;
+        assert_eq!(has(ctr(&p, "main"), "ARGO_PROGRESS_FILE"), file, "{v}");
+        assert!(!has(ctr(&p, "main"), "ARGO_PROGRESS_PATCH_TICK_DURATION"), "{v}");
+    }
+    // A grace period from podSpecPatch: every container since v3.7, wait only before.
+    let patched = Template::from_json(
+        r#"{"container": {"image": "busybox", "command": ["true"]}, "podSpecPatch": "terminationGracePeriodSeconds: 7"}"#,
+    )
+    .unwrap();
+    for v in ArgoVersion::ALL {
+        let p = build_tpl(&patched, v).unwrap().pod;
+        assert_eq!(p.spec.as_ref().unwrap().termination_grace_period_seconds, Some(7));
+        let g = |c: &Container| env(c, "ARGO_TERMINATION_GRACE_PERIOD_SECONDS").and_then(|e| e.value.clone());
+        assert_eq!(g(ctr(&p, "wait")).as_deref(), Some("7"), "{v}");
+        assert_eq!(g(ctr(&p, "main")).is_some(), v >= ArgoVersion::V3_7, "{v}");
+    }
 }
 
 #[test]
@@ -375,9 +514,13 @@ fn template_metadata_reaches_the_pod() {
         "wf-1",
         &ControllerConfig::default(),
         ExecutorKind::K8sApi,
-        &BuildOptions::default(),
+        &BuildOptions {
+            argo_version: ArgoVersion::V3_3,
+            ..Default::default()
+        },
     )
-    .unwrap();
+    .unwrap()
+    .pod;
     let ann = p.metadata.annotations.as_ref().unwrap();
     assert_eq!(ann["workflows.argoproj.io/kill-cmd-side"], "[\"/bin/stop\"]");
     assert_eq!(

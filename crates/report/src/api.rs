@@ -1,31 +1,41 @@
-//! [`ApiReporter`]: the step's result as a `WorkflowTaskResult` on the API server (Argo
-//! v3.3–v3.5), with the legacy pod-annotation patch as the fallback.
+//! [`ApiReporter`]: the step's result as a `WorkflowTaskResult` on the API server, speaking
+//! the contract of the controller version that built the pod ([`ArgoVersion`], inferred by
+//! the executor from its environment).
 //!
-//! - [`OutputReporter::start`] (called by the wait flow before it waits for main) upserts
+//! - [`OutputReporter::start`] (called by the wait flow before it waits for main) creates
 //!   the task result with no outputs and `report-outputs-completed: "false"`, so the
-//!   controller knows outputs are coming (v3.5 `InitializeOutput`).
-//! - [`OutputReporter::report`] upserts it with `outputs`, `message`, `progress` and the
-//!   label `"true"` (v3.5 `ReportOutputs` + `FinalizeOutput` in one write).
+//!   controller knows outputs are coming (v3.5+ `InitializeOutput`; v3.3 pods skip it).
+//! - [`OutputReporter::progress`] merge-patches `progress` (v3.6+) or, for ≤ v3.5 pods, the
+//!   pod's `workflows.argoproj.io/progress` annotation.
+//! - [`OutputReporter::report`] merge-patches `outputs`, `message`, `progress` and the label
+//!   `"true"` (`ReportOutputs` + `FinalizeOutput` in one write).
 //!
-//! Upsert = `POST` the collection; on 409 AlreadyExists, `PATCH` the item with
-//! `application/merge-patch+json`. Once this reporter has written the object, the next
-//! upsert patches directly (404 → create), so the handshake costs two writes, not three. Each upsert is retried as a whole with
-//! [`Backoff::TASK_RESULT`] on transient failures ([`crate::retry`]); each request has a
-//! time-out. On 403 Forbidden (the service account may not write task results) `report`
-//! merge-patches the pod's `workflows.argoproj.io/outputs` (and `progress`) annotations
-//! instead; the handshake label has no equivalent there, so `start` only logs the 403.
-//! If the fallback fails too, the error names both failures.
+//! Writes per step: the create, then one patch (two in all; v3.3 pods: one), whatever the
+//! concurrency; progress ticks add a patch each, only when the progress changed. The first
+//! write is a `POST`; a 409 AlreadyExists turns it into a `PATCH` with
+//! `application/merge-patch+json`; once this reporter has written the object every later
+//! write patches directly (404 → create again). Each write is retried as a whole on
+//! transient failures ([`crate::retry`]): five attempts for ≤ v3.5 pods, forever for v3.6+
+//! ([`Backoff::TASK_RESULT_FOREVER`], as Argo v3.7.1+), every retry logged; each request has
+//! a time-out.
+//!
+//! On 403 Forbidden (the service account may not write task results): pods of ≤ v3.5
+//! merge-patch the pod's `workflows.argoproj.io/outputs` (and `progress`) annotations
+//! instead, as their controllers read them; the handshake label has no equivalent there, so
+//! `start` only logs the 403. Pods of v3.6+ get no fallback (their controllers never read
+//! the annotation, AW#13100): `start` warns naming the missing rule and `report` fails with
+//! [`ReportError::MissingRule`].
 
 use std::time::Duration;
 
-use argoexec_core::ExecutorEnv;
+use argoexec_core::{ArgoVersion, ExecutorEnv};
 use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use http::{Method, StatusCode};
 
 use crate::error::chain;
 use crate::incluster::{InClusterConfig, TokenSource};
 use crate::retry::{Backoff, parse_retry_after, retry};
-use crate::taskresult::{TaskResultTarget, pod_annotation_patch};
+use crate::taskresult::{TaskResultTarget, pod_annotation_patch, pod_progress_patch, progress_patch};
 use crate::{NodeResult, OutputReporter, ReportError};
 
 /// `Content-Type` of a JSON merge patch (RFC 7386).
@@ -38,6 +48,7 @@ pub struct ApiReporter {
     client: kube::Client,
     token: TokenSource,
     target: TaskResultTarget,
+    version: ArgoVersion,
     backoff: Backoff,
     request_timeout: Duration,
     /// This reporter created or patched the task result already: the next write patches
@@ -49,6 +60,7 @@ impl std::fmt::Debug for ApiReporter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ApiReporter")
             .field("target", &self.target)
+            .field("version", &self.version)
             .field("token", &self.token)
             .field("backoff", &self.backoff)
             .finish_non_exhaustive()
@@ -64,7 +76,8 @@ enum Upserted {
 
 impl ApiReporter {
     /// Connect to the configured API server and report for the step `env` describes, in
-    /// `ARGO_NAMESPACE` or else the service account's namespace. Call inside a Tokio runtime.
+    /// `ARGO_NAMESPACE` or else the service account's namespace, by the contract of
+    /// `env.argo_version`. Call inside a Tokio runtime.
     ///
     /// # Errors
     /// [`ReportError::InCluster`] when the namespace, `ca.crt` or the token is unusable.
@@ -74,23 +87,40 @@ impl ApiReporter {
             None => config.namespace()?,
         };
         let (client, token) = config.connect()?;
-        Ok(Self::new(
-            client,
-            token,
-            TaskResultTarget::from_env(env, namespace),
-        ))
+        Ok(
+            Self::new(client, token, TaskResultTarget::from_env(env, namespace))
+                .with_version(env.argo_version),
+        )
     }
 
-    /// A reporter over an existing client.
+    /// A reporter over an existing client, for the newest contract.
     pub fn new(client: kube::Client, token: TokenSource, target: TaskResultTarget) -> Self {
         Self {
             client,
             token,
             target,
-            backoff: Backoff::TASK_RESULT,
+            version: ArgoVersion::NEWEST,
+            backoff: Backoff::TASK_RESULT_FOREVER,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             exists: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// Speak the contract of `version` (handshake, fallback, retries); resets the backoff
+    /// to that version's.
+    pub fn with_version(mut self, version: ArgoVersion) -> Self {
+        self.version = version;
+        self.backoff = if version.retries_forever() {
+            Backoff::TASK_RESULT_FOREVER
+        } else {
+            Backoff::TASK_RESULT
+        };
+        self
+    }
+
+    /// The contract spoken.
+    pub fn version(&self) -> ArgoVersion {
+        self.version
     }
 
     /// Use another backoff (tests).
@@ -112,13 +142,25 @@ impl ApiReporter {
 
     /// Create the task result, or merge-patch it when it exists; retried as a whole.
     async fn upsert(&self, result: Option<&NodeResult>) -> Result<Upserted, ReportError> {
-        let create = serde_json::to_vec(&self.target.create_body(result)).unwrap_or_default();
-        let patch = serde_json::to_vec(&self.target.patch_body(result)).unwrap_or_default();
+        let create = self.target.create_body(result);
+        let patch = self.target.patch_body(result);
+        self.upsert_bodies(&create, &patch, &self.backoff).await
+    }
+
+    /// [`Self::upsert`] with given bodies and backoff.
+    async fn upsert_bodies(
+        &self,
+        create: &serde_json::Value,
+        patch: &serde_json::Value,
+        backoff: &Backoff,
+    ) -> Result<Upserted, ReportError> {
+        let create = serde_json::to_vec(create).unwrap_or_default();
+        let patch = serde_json::to_vec(patch).unwrap_or_default();
         let object = self.target.describe();
         let (collection, item) = (self.target.collection_path(), self.target.item_path());
         let (create, patch, object, collection, item) = (&create, &patch, &object, &collection, &item);
         let known = self.exists.load(std::sync::atomic::Ordering::Relaxed);
-        let done = retry(&self.backoff, "write the task result", move || async move {
+        let done = retry(backoff, "write the task result", move || async move {
             if known {
                 match self
                     .send(Method::PATCH, item, MERGE_PATCH, patch.clone(), "patch", object)
@@ -156,9 +198,9 @@ impl ApiReporter {
         done
     }
 
-    /// The fallback: merge-patch the pod's annotations.
-    async fn patch_pod(&self, result: &NodeResult) -> Result<(), ReportError> {
-        let body = serde_json::to_vec(&pod_annotation_patch(result)).unwrap_or_default();
+    /// The fallback: merge-patch the pod's annotations with `body`.
+    async fn patch_pod(&self, body: &serde_json::Value) -> Result<(), ReportError> {
+        let body = serde_json::to_vec(body).unwrap_or_default();
         let (path, object) = (self.target.pod_path(), self.target.describe_pod());
         let (path, object, body) = (&path, &object, &body);
         retry(&self.backoff, "annotate the pod", move || {
@@ -221,8 +263,26 @@ impl ApiReporter {
     }
 }
 
+impl ApiReporter {
+    /// A 403 of a v3.6+ pod, turned into the error naming the missing rule.
+    fn missing_rule(&self, err: ReportError) -> ReportError {
+        let verb = match &err {
+            ReportError::Api { action: "patch", .. } => "patch",
+            _ => "create",
+        };
+        ReportError::MissingRule {
+            verb,
+            namespace: self.target.namespace.clone(),
+            source: Box::new(err),
+        }
+    }
+}
+
 impl OutputReporter for ApiReporter {
     async fn start(&self) -> Result<(), ReportError> {
+        if !self.version.has_report_handshake() {
+            return Ok(());
+        }
         match self.upsert(None).await {
             Ok(how) => {
                 tracing::info!(
@@ -232,7 +292,7 @@ impl OutputReporter for ApiReporter {
                 );
                 Ok(())
             }
-            Err(e) if e.is_forbidden() => {
+            Err(e) if e.is_forbidden() && self.version.has_annotation_fallback() => {
                 tracing::warn!(
                     error = %e,
                     "task results are forbidden for this service account; outputs will go to the \
@@ -240,8 +300,25 @@ impl OutputReporter for ApiReporter {
                 );
                 Ok(())
             }
+            Err(e) if e.is_forbidden() => {
+                // The final report fails with the same error; say it now, while main runs.
+                tracing::warn!(error = %self.missing_rule(e), "outputs cannot be reported");
+                Ok(())
+            }
             Err(e) => Err(e),
         }
+    }
+
+    async fn progress(&self, progress: &str) -> Result<(), ReportError> {
+        if self.version.has_annotation_fallback() {
+            return self.patch_pod(&pod_progress_patch(progress)).await;
+        }
+        let mut create = self.target.create_body(None);
+        create["progress"] = serde_json::json!(progress);
+        // Progress is advisory: a tick that cannot be written gives way to the next one.
+        self.upsert_bodies(&create, &progress_patch(progress), &Backoff::TASK_RESULT)
+            .await
+            .map(|_| ())
     }
 
     async fn report(&self, result: &NodeResult) -> Result<(), ReportError> {
@@ -250,7 +327,8 @@ impl OutputReporter for ApiReporter {
                 tracing::info!(object = %self.target.describe(), ?how, "reported outputs");
                 return Ok(());
             }
-            Err(e) if e.is_forbidden() => e,
+            Err(e) if e.is_forbidden() && self.version.has_annotation_fallback() => e,
+            Err(e) if e.is_forbidden() => return Err(self.missing_rule(e)),
             Err(e) => return Err(e),
         };
         tracing::warn!(
@@ -259,7 +337,7 @@ impl OutputReporter for ApiReporter {
             "task results are forbidden; falling back to the pod annotation \
              (no report-outputs-completed handshake there)"
         );
-        match self.patch_pod(result).await {
+        match self.patch_pod(&pod_annotation_patch(result)).await {
             Ok(()) => {
                 tracing::info!(pod = %self.target.describe_pod(), "reported outputs in the pod annotation");
                 Ok(())

@@ -60,6 +60,23 @@ pub enum ReportError {
         /// The error chain.
         message: String,
     },
+    /// The service account may not write task results, and the pod's controller (Argo
+    /// v3.6+) reads outputs from nowhere else.
+    #[error(
+        "{source}; the pod's service account lacks the rule `{verb}` on `workflowtaskresults.argoproj.io` in \
+         namespace {namespace:?}: bind Argo's executor role (create and patch on workflowtaskresults, see Argo's \
+         workflow-rbac docs); Argo v3.6+ controllers read outputs only from task results, so there is no \
+         pod-annotation fallback"
+    )]
+    MissingRule {
+        /// The verb refused (`create` or `patch`).
+        verb: &'static str,
+        /// The namespace.
+        namespace: String,
+        /// The 403 answer.
+        #[source]
+        source: Box<ReportError>,
+    },
     /// The task result was refused and the pod-annotation fallback failed too.
     #[error("{task_result}; fallback to the pod annotation failed too: {pod}")]
     Fallback {
@@ -81,7 +98,10 @@ impl ReportError {
 
     /// True for a 403 Forbidden answer (missing RBAC for the task result).
     pub fn is_forbidden(&self) -> bool {
-        self.status_code() == Some(403)
+        match self {
+            Self::MissingRule { .. } => true,
+            _ => self.status_code() == Some(403),
+        }
     }
 }
 

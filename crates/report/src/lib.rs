@@ -3,11 +3,12 @@
 //! The wait flow hands its captured outputs to a reporter. Two implement the trait:
 //! - [`FileReporter`]: the local sink, the node result as JSON in a file (tests, local runs,
 //!   `argoexec run` on the local node);
-//! - [`ApiReporter`]: the Kubernetes API server, Argo v3.3–v3.5 style: a `WorkflowTaskResult`
-//!   named after the node, the v3.5 `report-outputs-completed` handshake
-//!   ([`OutputReporter::start`] marks it `"false"`, [`OutputReporter::report`] `"true"`),
-//!   retries with Argo's backoff, and the pod-annotation patch when task results are
-//!   forbidden. Its configuration is discovered in-cluster ([`InClusterConfig`]).
+//! - [`ApiReporter`]: the Kubernetes API server, by the contract of the pod's Argo version
+//!   (v3.3–v4.1): a `WorkflowTaskResult` named after the node, the v3.5+
+//!   `report-outputs-completed` handshake ([`OutputReporter::start`] marks it `"false"`,
+//!   [`OutputReporter::report`] `"true"`), progress ticks, retries with Argo's backoff, and
+//!   for ≤ v3.5 pods the pod-annotation patch when task results are forbidden. Its
+//!   configuration is discovered in-cluster ([`InClusterConfig`]).
 //!
 //! [`AnyReporter`] holds either, for a binary that picks one at run time.
 //!
@@ -51,6 +52,16 @@ pub trait OutputReporter: Send + Sync {
     /// # Errors
     /// When the announcement could not be delivered.
     fn start(&self) -> impl Future<Output = Result<(), ReportError>> + Send {
+        async { Ok(()) }
+    }
+
+    /// Report the step's self-reported progress `N/M` while main runs. The default does
+    /// nothing.
+    ///
+    /// # Errors
+    /// When the progress could not be delivered.
+    fn progress(&self, progress: &str) -> impl Future<Output = Result<(), ReportError>> + Send {
+        let _ = progress;
         async { Ok(()) }
     }
 
@@ -129,6 +140,13 @@ impl OutputReporter for AnyReporter {
         match self {
             Self::File(f) => f.start().await,
             Self::Api(a) => a.start().await,
+        }
+    }
+
+    async fn progress(&self, progress: &str) -> Result<(), ReportError> {
+        match self {
+            Self::File(f) => f.progress(progress).await,
+            Self::Api(a) => a.progress(progress).await,
         }
     }
 

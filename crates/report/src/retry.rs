@@ -1,9 +1,11 @@
 //! Exponential backoff for API calls, and which failures are worth another attempt.
 //!
-//! Argo retries task-result writes with `wait.Backoff{Duration: 1s, Factor: 2, Jitter: 0.1,
-//! Steps: 5, Cap: 30s}` ([`Backoff::TASK_RESULT`]). As in Kubernetes' `wait.Backoff`,
-//! `steps` counts *attempts*, so there are at most four waits: about 1, 2, 4 and 8 s, each
-//! lengthened by up to 10 % of jitter, never above the cap.
+//! Argo ≤ v3.6 retries task-result writes with `wait.Backoff{Duration: 1s, Factor: 2,
+//! Jitter: 0.1, Steps: 5, Cap: 30s}` ([`Backoff::TASK_RESULT`]). As in Kubernetes'
+//! `wait.Backoff`, `steps` counts *attempts*, so there are at most four waits: about 1, 2, 4
+//! and 8 s, each lengthened by up to 10 % of jitter, never above the cap. Argo v3.7.1+
+//! retries every task-result write forever (`Steps: MaxInt32`, AW#14555, after AW#14560 saw
+//! steps fail when the API server was briefly away): [`Backoff::TASK_RESULT_FOREVER`].
 //!
 //! Retried ([`verdict`]): 429 Too Many Requests (after the server's `Retry-After` when it
 //! sent one, capped), every 5xx, 409 Conflict (a concurrent write; a create's 409
@@ -39,6 +41,13 @@ impl Backoff {
         jitter: 0.1,
         steps: 5,
         cap: Duration::from_secs(30),
+    };
+
+    /// Argo v3.7.1+'s task-result backoff: as [`Self::TASK_RESULT`], but without a limit on
+    /// attempts (waits of 1, 2, 4, 8, 16 s, then 30 s each).
+    pub const TASK_RESULT_FOREVER: Backoff = Backoff {
+        steps: u32::MAX,
+        ..Self::TASK_RESULT
     };
 
     /// The wait after failed attempt number `failed` (1-based), without jitter.
@@ -129,16 +138,16 @@ where
             return Err(err);
         };
         if attempt >= steps {
-            tracing::warn!(error = %err, attempts = attempt, "{what}: giving up");
+            tracing::warn!(error = %err, attempts = attempt, operation = what, "giving up");
             return Err(err);
         }
         let wait = match after {
             Some(a) => a.min(backoff.cap),
             None => backoff.delay(attempt, sample()),
         };
-        tracing::warn!(error = %err, attempt, ?wait, "{what}: transient failure, retrying");
+        tracing::warn!(error = %err, attempt, ?wait, operation = what, "transient failure, retrying");
         sleep(wait).await;
-        attempt += 1;
+        attempt = attempt.saturating_add(1);
     }
 }
 

@@ -201,6 +201,16 @@ fn add_result(body: &mut Value, r: &NodeResult) {
     }
 }
 
+/// The merge patch of a progress tick on the task result (v3.6+).
+pub fn progress_patch(progress: &str) -> Value {
+    json!({ "progress": progress })
+}
+
+/// The merge patch of a progress tick on the pod's annotation (≤ v3.5).
+pub fn pod_progress_patch(progress: &str) -> Value {
+    json!({ "metadata": { "annotations": { ANNOTATION_PROGRESS: progress } } })
+}
+
 /// The fallback merge patch of the pod: annotation `workflows.argoproj.io/outputs` (the
 /// outputs JSON, always) and `workflows.argoproj.io/progress` when progress is set. The
 /// handshake has no place here.

@@ -50,7 +50,10 @@ pub fn bootstrap(
     annotations: Option<&std::path::Path>,
 ) -> anyhow::Result<argoexec_flows::StepContext> {
     use anyhow::Context;
-    let env = argoexec_core::ExecutorEnv::from_env().context("bad executor environment")?;
+    let mut env = argoexec_core::ExecutorEnv::from_env().context("bad executor environment")?;
+    if env.namespace.is_none() {
+        env.namespace = argoexec_core::env::resolve_namespace(paths, |k| std::env::var(k).ok());
+    }
     let (template, source) = argoexec_core::env::load_template(paths, |k| std::env::var(k).ok(), annotations)
         .context("cannot load the template")?;
     tracing::debug!(?source, template = %template.name, "loaded template");

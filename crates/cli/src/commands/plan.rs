@@ -5,13 +5,12 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use argoexec_core::ExecutorKind;
 use argoexec_core::template::Template;
+use argoexec_core::{ArgoVersion, ExecutorKind};
 use argoexec_podbuilder::workflow::Workflow;
 use argoexec_podbuilder::{
-    BuildOptions, ControllerConfig, ExecutorChoice, build_pod, resolve_choice, select_executor,
+    BuildOptions, ControllerConfig, ExecutorChoice, PodBuild, build_pod, resolve_choice, select_executor,
 };
-use k8s_openapi::api::core::v1::Pod;
 
 /// What the plan starts from.
 pub struct PlanInput<'a> {
@@ -28,6 +27,9 @@ pub struct PlanInput<'a> {
     /// Give a `generateName` workflow a random suffix (as the API server does) instead of
     /// a fixed one.
     pub random_name: bool,
+    /// `--argo-version`: the controller version whose pod to build (else the config map's
+    /// `argoVersion`, else the newest).
+    pub argo_version: Option<ArgoVersion>,
 }
 
 /// A resolved template ready to become a pod.
@@ -44,6 +46,8 @@ pub struct Plan {
     pub reason: String,
     /// The pod's name.
     pub pod_name: String,
+    /// The controller version whose pod is built.
+    pub argo_version: ArgoVersion,
 }
 
 /// Parse, choose and resolve.
@@ -86,6 +90,10 @@ pub fn plan(input: &PlanInput<'_>) -> anyhow::Result<Plan> {
     )?;
     let (executor, reason) = resolve_choice(choice, &template, &config);
     tracing::debug!(%executor, ?source, %reason, "executor chosen");
+    let argo_version = input
+        .argo_version
+        .or(config.argo_version)
+        .unwrap_or(ArgoVersion::NEWEST);
     Ok(Plan {
         wf,
         config,
@@ -93,19 +101,25 @@ pub fn plan(input: &PlanInput<'_>) -> anyhow::Result<Plan> {
         executor,
         reason,
         pod_name,
+        argo_version,
     })
 }
 
 impl Plan {
-    /// Build the pod, its executor processes logging at `log_level`.
+    /// Build the pod (and the ConfigMap of what it offloads), its executor processes logging
+    /// at `log_level`, as the plan's Argo version does; a v4.1 pod carries a fresh
+    /// `TRACEPARENT`, as that controller's always does.
     ///
     /// # Errors
     /// Validation failures naming what to change.
-    pub fn build(&self, executor_image: &str, log_level: &str) -> anyhow::Result<Pod> {
+    pub fn build(&self, executor_image: &str, log_level: &str) -> anyhow::Result<PodBuild> {
         let opts = BuildOptions {
             executor_image: executor_image.to_string(),
-            executor_reason: Some(self.reason.clone()),
+            executor_reason: self.reason.starts_with("auto").then(|| self.reason.clone()),
             log_level: log_level.to_string(),
+            argo_version: self.argo_version,
+            instance_id: self.config.instance_id.clone(),
+            trace_parent: (self.argo_version >= ArgoVersion::V4_1).then(trace_parent),
             ..Default::default()
         };
         Ok(build_pod(
@@ -117,6 +131,19 @@ impl Plan {
             &opts,
         )?)
     }
+}
+
+/// A random W3C `traceparent` (version 00, sampled).
+fn trace_parent() -> String {
+    let mut b = [0u8; 24];
+    getrandom::fill(&mut b).unwrap_or_else(|_| {
+        let n = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos());
+        b[..16].copy_from_slice(&n.to_le_bytes());
+    });
+    let hex = |s: &[u8]| s.iter().map(|x| format!("{x:02x}")).collect::<String>();
+    format!("00-{}-{}-01", hex(&b[..16]), hex(&b[16..]))
 }
 
 /// `metadata.generateName` of a manifest, if it has one and no `name`.

@@ -1,7 +1,8 @@
 //! `argoexec render WORKFLOW.yaml [--config cm.yaml] [--executor X] [--template NAME]`:
 //! print the pod the controller side would create for the entrypoint (or named) template,
-//! followed (`---`) by the ConfigMap holding its template when that is too large for
-//! `ARGO_TEMPLATE` (argoexec_podbuilder::offload).
+//! as the controller of `--argo-version` (default 4.1) builds it, followed (`---`) by the
+//! `<pod>` ConfigMap holding what was too large for the pod (a template or args above
+//! 128 KiB, v3.6+).
 //!
 //! The template is resolved first, as the controller does: workflow arguments (overridden by
 //! `-p name=value`) bind the inputs and every `{{…}}` reference is substituted.
@@ -30,6 +31,10 @@ pub struct Args {
     /// The executor image.
     #[arg(long, default_value = "argoexec:dev")]
     pub executor_image: String,
+    /// The Argo controller version whose pod to build: 3.3, 3.5, 3.7, 4.0 or 4.1 (default:
+    /// the config map's `argoVersion`, else 4.1).
+    #[arg(long)]
+    pub argo_version: Option<argoexec_core::ArgoVersion>,
 }
 
 /// Render; returns 0, or 2 for bad input.
@@ -54,12 +59,12 @@ fn render(args: &Args) -> anyhow::Result<String> {
         template: args.template.as_deref(),
         parameters: &args.parameters,
         random_name: false,
+        argo_version: args.argo_version,
     })?;
-    let pod = plan.build(&args.executor_image, "info")?;
-    let mut out = serde_saphyr::to_string(&pod).context("cannot serialise the pod")?;
-    // A template too large for ARGO_TEMPLATE: the ConfigMap the pod's init mounts follows.
-    if let Some(cm) = argoexec_podbuilder::template_config_map(&plan.wf.meta, &plan.template, &plan.pod_name)?
-    {
+    let built = plan.build(&args.executor_image, "info")?;
+    let mut out = serde_saphyr::to_string(&built.pod).context("cannot serialise the pod")?;
+    // What was too large for the pod: the ConfigMap it mounts follows.
+    if let Some(cm) = &built.config_map {
         out.push_str("---\n");
         out.push_str(&serde_saphyr::to_string(&cm).context("cannot serialise the ConfigMap")?);
     }

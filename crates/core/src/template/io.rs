@@ -126,9 +126,10 @@ pub struct Artifact {
 }
 
 impl Artifact {
-    /// True when a location with content was supplied (raw data, or a repository location).
+    /// True when the artifact has a complete location or at least a key to relocate onto the
+    /// archive location (Argo's `HasLocationOrKey`); otherwise it was not supplied.
     pub fn is_supplied(&self) -> bool {
-        self.location.has_location()
+        self.location.is_complete() || self.location.has_key()
     }
 
     /// The resolved archive strategy (tar+gzip when absent).

@@ -12,7 +12,8 @@
 //!   filesystem. A symlink as the artifact itself is archived as a link (Argo's layout); with
 //!   `archive: none` its target is uploaded, found in-root the same way.
 //! - A missing optional artifact is skipped with a warning; a missing required one fails.
-//! - The location is the artifact's own, else `<archiveLocation key>/<file name>`.
+//! - The location is the artifact's own when complete, its key relocated onto the archive
+//!   location when key-only, else `<archiveLocation key>/<file name>` ([`destination`]).
 
 use std::path::{Path, PathBuf};
 
@@ -117,7 +118,7 @@ async fn save_one<R: RuntimeExecutor>(
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default(),
     };
-    let location = destination(ctx, art, &file_name).map_err(fail)?;
+    let (location, reported_at) = destination(ctx, art, &file_name).map_err(fail)?;
     let driver = AnyDriver::for_location(&location, &ctx.artifacts).map_err(|e| fail(e.to_string()))?;
     driver
         .save(&staged)
@@ -126,7 +127,7 @@ async fn save_one<R: RuntimeExecutor>(
     drop(held);
     tracing::info!(artifact = %art.name, file = %file_name, "saved output artifact");
     let mut reported = art.clone();
-    reported.location = location;
+    reported.location = reported_at;
     Ok(reported)
 }
 
@@ -148,7 +149,7 @@ async fn stream_tar_gz(
     } else {
         format!("{}.tgz", art.name)
     };
-    let location = destination(ctx, art, &file_name).map_err(fail)?;
+    let (location, reported_at) = destination(ctx, art, &file_name).map_err(fail)?;
     let driver = AnyDriver::for_location(&location, &ctx.artifacts).map_err(|e| fail(e.to_string()))?;
     let (body, producer) = argoexec_artifacts::pipe::produce(4, move |writer| {
         let src = &source.path;
@@ -166,7 +167,7 @@ async fn stream_tar_gz(
     let bytes = sent.map_err(|e| fail(format!("upload: {e}")))?;
     tracing::info!(artifact = %art.name, file = %file_name, bytes, "saved output artifact (streamed)");
     let mut reported = art.clone();
-    reported.location = location;
+    reported.location = reported_at;
     Ok(reported)
 }
 
@@ -229,22 +230,33 @@ fn level(kind: ArchiveKind) -> Option<u32> {
     }
 }
 
-/// The artifact's own location, or one derived from the template's archive location.
-fn destination(ctx: &StepContext, art: &Artifact, file_name: &str) -> Result<ArtifactLocation, String> {
-    if art.location.has_location() {
-        return Ok(art.location.clone());
+/// Where an output goes, and the location to report, by Argo's rules: a complete location
+/// is used (and reported) as it is; a key-only one is relocated onto the archive location
+/// (and reported key-only); one without a key goes to `<archive key>/<file name>` in the
+/// archive location's kind (and is reported with only that kind and key, as Argo's
+/// executor reports it; the controller relocates it again when it reads it).
+pub(crate) fn destination(
+    ctx: &StepContext,
+    art: &Artifact,
+    file_name: &str,
+) -> Result<(ArtifactLocation, ArtifactLocation), String> {
+    if art.location.is_complete() {
+        return Ok((art.location.clone(), art.location.clone()));
     }
-    let arch = ctx
-        .template
-        .archive_location
-        .as_ref()
-        .ok_or("no archiveLocation in the template and no location on the artifact")?;
-    arch.location.child(file_name).ok_or_else(|| {
+    let archive = ctx.template.archive_location.as_ref().map(|a| &a.location);
+    if art.location.has_key() {
+        let full = art.location.relocate(archive).map_err(|e| e.to_string())?;
+        return Ok((full, art.location.clone()));
+    }
+    let arch = archive.ok_or("no archiveLocation in the template and no location on the artifact")?;
+    let full = arch.child(file_name).ok_or_else(|| {
         format!(
             "cannot derive a key under the archive location of kind {:?}",
-            arch.location.kind_name().unwrap_or("none")
+            arch.kind_name().unwrap_or("none")
         )
-    })
+    })?;
+    let reported = full.key_only();
+    Ok((full, reported))
 }
 
 /// An archive failure of the named output artifact.

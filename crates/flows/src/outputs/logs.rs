@@ -47,6 +47,7 @@ async fn save_one<R: RuntimeExecutor>(
         .location
         .child(&file_name)
         .ok_or_else(|| fail("cannot derive a key for the logs".into()))?;
+    let reported_at = location.key_only();
     let driver = AnyDriver::for_location(&location, &ctx.artifacts).map_err(|e| fail(e.to_string()))?;
     // The log streams from the runtime straight into the upload.
     let stream = runtime.output_stream(ctr, StreamKind::Combined).await?;
@@ -61,7 +62,7 @@ async fn save_one<R: RuntimeExecutor>(
             none: Some(serde_json::json!({})),
             ..Default::default()
         }),
-        location,
+        location: reported_at,
         ..Default::default()
     })
 }

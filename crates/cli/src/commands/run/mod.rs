@@ -115,6 +115,10 @@ pub struct Args {
     /// as `kubeletCAFile`).
     #[arg(long, default_value = "ca-ip")]
     pub kubelet_cert: KubeletCert,
+    /// The Argo controller version whose pod to build: 3.3, 3.5, 3.7, 4.0 or 4.1 (default:
+    /// the config map's `argoVersion`, else 4.1). Executors other than emissary need 3.3.
+    #[arg(long)]
+    pub argo_version: Option<argoexec_core::ArgoVersion>,
     /// Value of the io.argoexec-rs.node label on the run's containers (default: pid-<pid>).
     #[arg(long, env = "ARGOEXEC_NODE_LABEL", hide = true)]
     pub node_label: Option<String>,
@@ -145,6 +149,7 @@ async fn execute(args: &Args) -> anyhow::Result<(Outcome, PathBuf)> {
         template: None,
         parameters: &args.parameters,
         random_name: true,
+        argo_version: args.argo_version,
     })?;
     let repository = repository::Repository::parse(args.artifacts.as_deref())?;
     let local_dir = match &repository {
@@ -240,7 +245,8 @@ async fn execute(args: &Args) -> anyhow::Result<(Outcome, PathBuf)> {
     } else {
         None
     };
-    let mut pod = plan.build(&args.executor_image, &args.executor_loglevel)?;
+    let built = plan.build(&args.executor_image, &args.executor_loglevel)?;
+    let mut pod = built.pod;
     attach_repository(&mut pod, &repo);
     give_key_dir_to_wait(&pod, &repo.join(&plan.wf.meta.name).join(&plan.pod_name))?;
     if let Some(dir) = &kubelet_ca {
@@ -248,15 +254,14 @@ async fn execute(args: &Args) -> anyhow::Result<(Outcome, PathBuf)> {
     }
     // Removed when this function returns, however it returns.
     let _ca_guard = kubelet_ca.as_ref().map(|d| RemoveDir(d.clone()));
-    // A template too large for ARGO_TEMPLATE travels in a ConfigMap that init mounts
-    // (podbuilder::offload), created before the pod; it lives in the node's API store, which
-    // goes when the run ends, like the pod.
-    if let Some(cm) = argoexec_podbuilder::template_config_map(&plan.wf.meta, &plan.template, &plan.pod_name)?
-    {
+    // What was too large for the pod (a template or args above 128 KiB) travels in the
+    // `<pod>` ConfigMap, created before the pod as the controller does; it lives in the
+    // node's API store, which goes when the run ends, like the pod.
+    if let Some(cm) = &built.config_map {
         let ns = pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
         server
-            .create_config_map(&ns, serde_json::to_value(&cm)?)
-            .map_err(|e| anyhow::anyhow!("the node's API refused the template's ConfigMap: {}", e.message))?;
+            .create_config_map(&ns, serde_json::to_value(cm)?)
+            .map_err(|e| anyhow::anyhow!("the node's API refused the pod's ConfigMap: {}", e.message))?;
     }
     let pod_run = session::Session::start(server, &args.rbac, pod, plan.executor).await?;
     let name = plan.pod_name.clone();

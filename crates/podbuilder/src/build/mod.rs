@@ -1,0 +1,532 @@
+//! The pod builder (Argo's `workflowpod.go`): template + controller config + chosen executor
+//! + Argo version → a Kubernetes Pod, and the `<pod>` ConfigMap of values too large for it.
+//!
+//! Each [`ArgoVersion`] is rendered as that controller line's newest patch does
+//! (docs/compatibility.md has the table). The order of work follows Argo's:
+//! 1. volumes: `var-run-argo`, `tmp-dir-argo` (v3.4+), the template's, the artifact
+//!    repositories' Secrets, `input-artifacts`, `argo-staging` ([`volumes`]);
+//! 2. containers: `init` (always since v3.4), then `wait` first among the containers, the
+//!    main container(s), the sidecars ([`containers`]), each with the `ARGO_*` environment of
+//!    its version ([`env`]);
+//! 3. pod metadata: the workflow, completed and instance labels, node-name/node-id and
+//!    default-container annotations, the template's own metadata, the Workflow as the
+//!    controlling owner;
+//! 4. `podSpecPatch` (workflow's, then template's; [`patch`]);
+//! 5. the per-container pass: `tmp-dir-argo` at `/tmp` (subPath = index) in executor-image
+//!    containers, `var-run-argo`, the emissary command, `ARGO_TERMINATION_GRACE_PERIOD_SECONDS`
+//!    when the pod sets a grace period (on wait only before v3.7);
+//! 6. offloading (v3.6+, and argoexec-rs for older lines instead of failing with E2BIG): a
+//!    template JSON above 131 072 bytes becomes `ARGO_TEMPLATE=offloaded` plus the ConfigMap
+//!    key `ARGO_TEMPLATE`; the first user container whose args JSON is that long (v3.7+)
+//!    gets `ARGO_CONTAINER_ARGS_FILE` and the key `ARGO_CONTAINER_ARGS_FILE` ([`offload`]).
+//!
+//! v3.3 alone offers the docker, kubelet, k8sapi and pns executors, with their extra parts:
+//! docker the `docker-sock` hostPath in wait; kubelet `ARGO_KUBELET_*` (and the argoexec-rs
+//! keys `kubeletServerName`, `kubeletCAFile`, `kubeletExec`); pns `shareProcessNamespace`
+//! and `SYS_PTRACE` on wait.
+
+mod containers;
+mod env;
+mod offload;
+mod patch;
+mod volumes;
+
+use std::collections::BTreeMap;
+
+use argoexec_core::argo_version::TEMPLATE_ENV_MAX;
+use argoexec_core::template::{Container, MAIN, VolumeMount as TplMount};
+use argoexec_core::{ArgoVersion, ExecutorKind, Template};
+use k8s_openapi::api::core::v1 as core;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+
+use crate::config::ControllerConfig;
+use crate::validate::{ValidationError, validate};
+pub use offload::{CONFIG_MAP_MAX, config_map_name};
+
+/// The workflow a pod belongs to.
+#[derive(Debug, Clone, Default)]
+pub struct WorkflowMeta {
+    /// Workflow name.
+    pub name: String,
+    /// Namespace.
+    pub namespace: String,
+    /// Workflow UID (owner reference).
+    pub uid: String,
+    /// Workflow labels.
+    pub labels: BTreeMap<String, String>,
+    /// `spec.podSpecPatch`.
+    pub pod_spec_patch: Option<String>,
+}
+
+/// Progress reporting ticks (the controller's `ARGO_PROGRESS_PATCH_TICK_DURATION` and
+/// `ARGO_PROGRESS_FILE_TICK_DURATION`, Go durations).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProgressTicks {
+    /// How often wait reports progress (default `1m0s`).
+    pub patch: String,
+    /// How often wait reads the progress file (default `3s`).
+    pub file: String,
+}
+
+impl Default for ProgressTicks {
+    fn default() -> Self {
+        Self {
+            patch: "1m0s".into(),
+            file: "3s".into(),
+        }
+    }
+}
+
+/// Build-time options that are not in the config map.
+#[derive(Debug, Clone)]
+pub struct BuildOptions {
+    /// Executor image when `executor.image` is unset.
+    pub executor_image: String,
+    /// `--loglevel` passed to init/wait/emissary.
+    pub log_level: String,
+    /// `--log-format` (v3.5+).
+    pub log_format: String,
+    /// `--gloglevel` (v3.7+).
+    pub gloglevel: u32,
+    /// Whether `outputs.result` is referenced (sets `ARGO_INCLUDE_SCRIPT_OUTPUT`).
+    pub include_script_output: bool,
+    /// Why this executor was chosen (annotation `workflows.argoproj.io/executor-reason`).
+    pub executor_reason: Option<String>,
+    /// The controller version whose pod to build.
+    pub argo_version: ArgoVersion,
+    /// Progress ticks; `None` disables progress (the controller's ticks set to 0).
+    pub progress: Option<ProgressTicks>,
+    /// `ARGO_DEADLINE` (RFC 3339); Go's zero time means none.
+    pub deadline: String,
+    /// The controller's instance ID (`instanceID`), when it has one.
+    pub instance_id: Option<String>,
+    /// The W3C `traceparent` of the controller's span (v4.1 puts it on every container).
+    pub trace_parent: Option<String>,
+}
+
+impl Default for BuildOptions {
+    fn default() -> Self {
+        Self {
+            executor_image: "argoexec:dev".into(),
+            log_level: "info".into(),
+            log_format: "text".into(),
+            gloglevel: 0,
+            include_script_output: true,
+            executor_reason: None,
+            argo_version: ArgoVersion::NEWEST,
+            progress: Some(ProgressTicks::default()),
+            deadline: "0001-01-01T00:00:00Z".into(),
+            instance_id: None,
+            trace_parent: None,
+        }
+    }
+}
+
+/// A built pod and the ConfigMap (`<pod>`) to create before it, when something was
+/// offloaded.
+#[derive(Debug, Clone)]
+pub struct PodBuild {
+    /// The pod.
+    pub pod: core::Pod,
+    /// The ConfigMap of offloaded values.
+    pub config_map: Option<core::ConfigMap>,
+}
+
+/// Why a pod could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    /// The template fails the executor's validation.
+    #[error(transparent)]
+    Invalid(#[from] ValidationError),
+    /// The executor does not exist in the chosen Argo version.
+    #[error(
+        "the {executor} executor does not exist in Argo {version}: Argo v3.4 removed every executor but emissary; \
+         use --argo-version 3.3 for {executor}, or the emissary executor"
+    )]
+    ExecutorNotInVersion {
+        /// The executor asked for.
+        executor: ExecutorKind,
+        /// The version.
+        version: ArgoVersion,
+    },
+    /// A container name is not a DNS-1123 label (`../x`, `a/b`, `.`), is reserved (`init`,
+    /// `wait`) or is used twice.
+    #[error("{0}; Kubernetes refuses such a pod")]
+    BadName(#[from] argoexec_core::names::InvalidName),
+    /// The offloaded values are larger than a ConfigMap can hold (1 MiB).
+    #[error(
+        "the offloaded values are {size} bytes, above the 1048576 bytes a ConfigMap can hold (templates and args \
+         above 131072 bytes leave the pod for a ConfigMap); shorten the script source or the arguments, or move \
+         large inputs to artifacts"
+    )]
+    TemplateTooLarge {
+        /// The bytes to offload.
+        size: usize,
+    },
+    /// The template has nothing to run.
+    #[error("template {0:?} has no container, script or containerSet")]
+    NoMain(String),
+    /// Emissary needs a command and none is known.
+    #[error(
+        "container {container:?} (image {image:?}): the emissary executor needs its command; set `command` in the template \
+         or list the image in the controller config map: images: {{{image:?}: {{command: [...]}}}}"
+    )]
+    NoCommand {
+        /// Container name.
+        container: String,
+        /// Image.
+        image: String,
+    },
+    /// A raw Kubernetes value in the template or config does not parse.
+    #[error("{what}: {message}")]
+    BadValue {
+        /// Which value.
+        what: String,
+        /// The serde error.
+        message: String,
+    },
+}
+
+/// Everything the parts of the builder read.
+pub(crate) struct BuildCtx<'a> {
+    pub(crate) wf: &'a WorkflowMeta,
+    pub(crate) template: &'a Template,
+    pub(crate) node_id: &'a str,
+    pub(crate) config: &'a ControllerConfig,
+    pub(crate) executor: ExecutorKind,
+    pub(crate) opts: &'a BuildOptions,
+    pub(crate) version: ArgoVersion,
+    /// The config map's `executor` container (image, env, args, resources, …).
+    pub(crate) exec_tpl: core::Container,
+    pub(crate) exec_image: String,
+    /// What `ARGO_TEMPLATE` holds.
+    pub(crate) template_env: Option<env::TemplateEnv>,
+    /// Tell wait its version (`ARGOEXEC_ARGO_VERSION`): a ≤ v3.5 pod whose template was
+    /// offloaded looks like a v3.6+ one from inside.
+    pub(crate) wait_version_hint: bool,
+}
+
+pub(crate) fn convert<T: serde::de::DeserializeOwned>(
+    what: &str,
+    v: impl serde::Serialize,
+) -> Result<T, BuildError> {
+    let value = serde_json::to_value(v).map_err(|e| BuildError::BadValue {
+        what: what.into(),
+        message: e.to_string(),
+    })?;
+    serde_json::from_value(value).map_err(|e| BuildError::BadValue {
+        what: what.into(),
+        message: e.to_string(),
+    })
+}
+
+fn k8s_mount(m: &TplMount) -> Result<core::VolumeMount, BuildError> {
+    convert(&format!("volumeMount {}", m.name), m)
+}
+
+/// The template JSON as `ARGO_TEMPLATE` carries it: since v3.6 with `inputs.parameters`
+/// cleared (AW#13761; the values are already substituted into the template).
+fn template_json(template: &Template, version: ArgoVersion) -> String {
+    if version.template_on_init_only() {
+        let mut t = template.clone();
+        t.inputs.parameters.clear();
+        t.to_json()
+    } else {
+        template.to_json()
+    }
+}
+
+/// Build the pod for `template` (already resolved) as node `node_id` of `wf`.
+///
+/// # Errors
+/// [`BuildError`] naming the container or output to change.
+pub fn build_pod(
+    wf: &WorkflowMeta,
+    template: &Template,
+    node_id: &str,
+    config: &ControllerConfig,
+    executor: ExecutorKind,
+    opts: &BuildOptions,
+) -> Result<PodBuild, BuildError> {
+    let version = opts.argo_version;
+    argoexec_core::names::check_template(template)?;
+    if executor != ExecutorKind::Emissary && !version.has_legacy_executors() {
+        return Err(BuildError::ExecutorNotInVersion { executor, version });
+    }
+    validate(template, executor)?;
+    let mains = containers::main_containers(template)?;
+    let exec_tpl: core::Container = match &config.executor {
+        Some(v) => convert("config executor", v)?,
+        None => core::Container::default(),
+    };
+    let tpl_json = template_json(template, version);
+    let offload_template = tpl_json.len() > TEMPLATE_ENV_MAX;
+    let ctx = BuildCtx {
+        wf,
+        template,
+        node_id,
+        config,
+        executor,
+        opts,
+        version,
+        exec_image: exec_tpl
+            .image
+            .clone()
+            .unwrap_or_else(|| opts.executor_image.clone()),
+        exec_tpl,
+        template_env: Some(if offload_template {
+            env::TemplateEnv::Offloaded
+        } else {
+            env::TemplateEnv::Inline(tpl_json.clone())
+        }),
+        wait_version_hint: offload_template && !version.template_on_init_only(),
+    };
+
+    let user_mounts: Vec<core::VolumeMount> = template
+        .main_volume_mounts()
+        .iter()
+        .map(k8s_mount)
+        .collect::<Result<_, _>>()?;
+    let (secret_vols, secret_mounts) = volumes::secret_volumes(template);
+    let mut main_ctrs = Vec::new();
+    for c in &mains {
+        main_ctrs.push(containers::main(&ctx, c)?);
+    }
+    // Main's mounts as wait and mirroring sidecars see them (user, inputs, staging).
+    let main_mounts = main_ctrs
+        .iter()
+        .find(|c| c.name == MAIN)
+        .and_then(|c| c.volume_mounts.clone())
+        .unwrap_or_else(|| user_mounts.clone());
+
+    let mut pod_containers = vec![containers::wait(&ctx, &secret_mounts, &main_mounts)];
+    pod_containers.extend(main_ctrs);
+    for (i, s) in template.sidecars.iter().enumerate() {
+        pod_containers.push(containers::sidecar(&ctx, i, s, &main_mounts)?);
+    }
+    let init = containers::has_init(&ctx).then(|| containers::init(&ctx, &secret_mounts, &user_mounts));
+    let pod_volumes = pod_volumes(&ctx, secret_vols)?;
+    let mut pod = core::Pod {
+        metadata: pod_metadata(&ctx, &mains)?,
+        spec: Some(pod_spec(&ctx, init, pod_containers, pod_volumes)?),
+        status: None,
+    };
+    apply_pod_spec_patches(&ctx, &mut pod)?;
+    finish_containers(&ctx, &mut pod)?;
+    let template_data = offload_template.then_some(tpl_json);
+    let config_map = offload::offload(&ctx, &mut pod, template_data)?;
+    Ok(PodBuild { pod, config_map })
+}
+
+/// The pod's volumes (without the offload volume, added when something is offloaded).
+fn pod_volumes(ctx: &BuildCtx<'_>, secrets: Vec<core::Volume>) -> Result<Vec<core::Volume>, BuildError> {
+    let t = ctx.template;
+    let mut v = vec![volumes::empty_dir(volumes::VAR_RUN_ARGO)];
+    if ctx.version.has_tmp_dir_volume() {
+        v.push(volumes::empty_dir(volumes::TMP_DIR));
+    }
+    for (i, vol) in t.volumes.iter().enumerate() {
+        v.push(convert(&format!("template volumes[{i}]"), vol)?);
+    }
+    v.extend(secrets);
+    if !t.inputs.artifacts.is_empty() {
+        v.push(volumes::empty_dir(volumes::INPUT_ARTIFACTS));
+    }
+    if t.script.is_some() {
+        v.push(volumes::empty_dir(volumes::STAGING));
+    }
+    if ctx.executor == ExecutorKind::Docker {
+        v.push(core::Volume {
+            name: volumes::DOCKER_SOCK.into(),
+            host_path: Some(core::HostPathVolumeSource {
+                path: ctx.config.docker_sock_path.clone(),
+                type_: Some("Socket".into()),
+            }),
+            ..Default::default()
+        });
+    }
+    Ok(v)
+}
+
+/// Labels, annotations and owner of the pod.
+fn pod_metadata(ctx: &BuildCtx<'_>, mains: &[Container]) -> Result<ObjectMeta, BuildError> {
+    let (wf, template) = (ctx.wf, ctx.template);
+    let mut labels = BTreeMap::from([
+        ("workflows.argoproj.io/workflow".to_string(), wf.name.clone()),
+        ("workflows.argoproj.io/completed".to_string(), "false".to_string()),
+    ]);
+    if let Some(id) = &ctx.opts.instance_id {
+        labels.insert("workflows.argoproj.io/controller-instanceid".into(), id.clone());
+    }
+    // Argo: main when there is one, else the last main container (a containerSet's).
+    let default_container = if mains.iter().any(|c| c.name == MAIN) {
+        MAIN.to_string()
+    } else {
+        mains.last().map(|c| c.name.clone()).unwrap_or_default()
+    };
+    let mut annotations = BTreeMap::from([
+        (
+            "workflows.argoproj.io/node-name".to_string(),
+            format!("{}.{}", wf.name, template.name),
+        ),
+        (
+            "workflows.argoproj.io/node-id".to_string(),
+            ctx.node_id.to_string(),
+        ),
+        (
+            "kubectl.kubernetes.io/default-container".to_string(),
+            default_container,
+        ),
+    ]);
+    if let Some(r) = &ctx.opts.executor_reason {
+        annotations.insert("workflows.argoproj.io/executor-reason".to_string(), r.clone());
+    }
+    if ctx.version >= ArgoVersion::V4_1
+        && let Some((trace, span)) = ctx.opts.trace_parent.as_deref().and_then(trace_ids)
+    {
+        annotations.insert("workflows.argoproj.io/trace-id".into(), trace.into());
+        annotations.insert("workflows.argoproj.io/span-id".into(), span.into());
+    }
+    // The template's `metadata` (a `kill-cmd-<container>` annotation, …); the
+    // controller's own keys win.
+    let (tpl_labels, tpl_annotations) = template_metadata(template)?;
+    for (k, v) in tpl_labels {
+        labels.entry(k).or_insert(v);
+    }
+    for (k, v) in tpl_annotations {
+        annotations.entry(k).or_insert(v);
+    }
+    Ok(ObjectMeta {
+        name: Some(ctx.node_id.to_string()),
+        namespace: Some(wf.namespace.clone()),
+        labels: Some(labels),
+        annotations: Some(annotations),
+        owner_references: Some(vec![workflow_owner(wf)]),
+        ..Default::default()
+    })
+}
+
+/// The trace and span IDs of a W3C `traceparent` (`00-<trace>-<span>-<flags>`).
+fn trace_ids(tp: &str) -> Option<(&str, &str)> {
+    let mut parts = tp.split('-');
+    let (_, trace, span) = (parts.next()?, parts.next()?, parts.next()?);
+    (trace.len() == 32 && span.len() == 16).then_some((trace, span))
+}
+
+/// The pod spec before the per-container pass.
+fn pod_spec(
+    ctx: &BuildCtx<'_>,
+    init: Option<core::Container>,
+    containers: Vec<core::Container>,
+    volumes: Vec<core::Volume>,
+) -> Result<core::PodSpec, BuildError> {
+    let template = ctx.template;
+    Ok(core::PodSpec {
+        restart_policy: Some("Never".into()),
+        share_process_namespace: (ctx.executor == ExecutorKind::Pns).then_some(true),
+        active_deadline_seconds: template.active_deadline_seconds.as_ref().and_then(|v| match v {
+            serde_json::Value::Number(n) => n.as_i64(),
+            serde_json::Value::String(s) => s.parse().ok(),
+            _ => None,
+        }),
+        // Argo: the template's `securityContext` (a PodSecurityContext) is the pod's.
+        security_context: template
+            .extra
+            .get("securityContext")
+            .map(|v| convert("template securityContext", v))
+            .transpose()?,
+        init_containers: init.map(|i| vec![i]),
+        containers,
+        volumes: Some(volumes),
+        ..Default::default()
+    })
+}
+
+/// Apply the workflow's and then the template's `podSpecPatch`.
+fn apply_pod_spec_patches(ctx: &BuildCtx<'_>, pod: &mut core::Pod) -> Result<(), BuildError> {
+    let tpl_patch = ctx.template.extra.get("podSpecPatch").and_then(|v| v.as_str());
+    let patches = [
+        ("workflow spec.podSpecPatch", ctx.wf.pod_spec_patch.as_deref()),
+        ("template podSpecPatch", tpl_patch),
+    ];
+    if patches.iter().all(|(_, p)| p.is_none()) {
+        return Ok(());
+    }
+    let mut spec = serde_json::to_value(pod.spec.take()).map_err(|e| BuildError::BadValue {
+        what: "pod spec".into(),
+        message: e.to_string(),
+    })?;
+    for (what, text) in patches {
+        if let Some(text) = text {
+            patch::apply(&mut spec, text, what)?;
+        }
+    }
+    pod.spec = Some(convert("pod spec after podSpecPatch", spec)?);
+    Ok(())
+}
+
+/// The per-container pass (after `podSpecPatch`, as in Argo): `tmp-dir-argo`, `var-run-argo`,
+/// the emissary command and the grace-period variable.
+fn finish_containers(ctx: &BuildCtx<'_>, pod: &mut core::Pod) -> Result<(), BuildError> {
+    let Some(spec) = pod.spec.as_mut() else {
+        return Ok(());
+    };
+    let grace = spec.termination_grace_period_seconds;
+    for (i, k) in spec.containers.iter_mut().enumerate() {
+        let is_wait = k.name == argoexec_core::template::WAIT;
+        let mounts = k.volume_mounts.get_or_insert_with(Vec::new);
+        if ctx.version.has_tmp_dir_volume() && k.image.as_deref() == Some(ctx.exec_image.as_str()) {
+            mounts.push(core::VolumeMount {
+                sub_path: Some(i.to_string()),
+                ..volumes::mount(volumes::TMP_DIR, "/tmp")
+            });
+        }
+        mounts.push(volumes::mount(volumes::VAR_RUN_ARGO, "/var/run/argo"));
+        if !is_wait && ctx.executor == ExecutorKind::Emissary {
+            containers::wrap_for_emissary(ctx, k)?;
+        }
+        if let Some(g) = grace
+            && (is_wait || ctx.version.grace_on_every_container())
+        {
+            k.env
+                .get_or_insert_with(Vec::new)
+                .push(env::env("ARGO_TERMINATION_GRACE_PERIOD_SECONDS", g.to_string()));
+        }
+    }
+    Ok(())
+}
+
+/// A string map of pod metadata (labels or annotations).
+type StringMap = BTreeMap<String, String>;
+
+/// `metadata.labels` and `metadata.annotations` of the template.
+fn template_metadata(template: &Template) -> Result<(StringMap, StringMap), BuildError> {
+    let Some(meta) = template.extra.get("metadata") else {
+        return Ok(Default::default());
+    };
+    let map = |field: &str| -> Result<StringMap, BuildError> {
+        match meta.get(field) {
+            None | Some(serde_json::Value::Null) => Ok(BTreeMap::new()),
+            Some(v) => convert(&format!("template metadata.{field}"), v),
+        }
+    };
+    Ok((map("labels")?, map("annotations")?))
+}
+
+/// The template's main container(s) as written (names of plain/script mains filled in).
+pub(crate) fn main_container_specs(t: &Template) -> Vec<Container> {
+    containers::main_containers(t).unwrap_or_default()
+}
+
+/// The owner reference every object of a workflow's pod carries: the Workflow, as its
+/// controller (so deleting the workflow deletes them).
+pub(crate) fn workflow_owner(wf: &WorkflowMeta) -> OwnerReference {
+    OwnerReference {
+        api_version: "argoproj.io/v1alpha1".into(),
+        kind: "Workflow".into(),
+        name: wf.name.clone(),
+        uid: wf.uid.clone(),
+        controller: Some(true),
+        block_owner_deletion: Some(true),
+    }
+}
