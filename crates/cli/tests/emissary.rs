@@ -2,127 +2,32 @@
 //! under a re-rooted `/var/run/argo` (`ARGOEXEC_PATH_ROOT`).
 //!
 //! Synchronisation is by events the tests can observe — marker files the child writes, the
-//! wrapper's `ctr/<name>` directory, process exit — polled with deadlines. Fixed waits only
-//! appear as observation windows for "this has NOT happened (yet)" assertions.
+//! wrapper's `ctr/<name>` directory and its own log lines, process exit — polled with
+//! deadlines. Fixed waits only appear as observation windows for "this has NOT happened
+//! (yet)" assertions, after the wrapper logged that it is blocked.
+//!
+//! The control-file tests (signal file, dependencies, pauses) run twice: with inotify, and
+//! with polling forced (`ARGOEXEC_FS_WATCH=poll`), the fallback for exhausted inotify limits.
+//! Modules: `pod` (the harness), `sidecar` (self-termination, the wait side's kill),
+//! `features` (offloaded arguments, trace context, the pty).
 
-use argoexec_core::PodPaths;
+mod common;
+#[path = "emissary/features.rs"]
+mod features;
+#[path = "emissary/pod.rs"]
+mod pod;
+#[path = "emissary/sidecar.rs"]
+mod sidecar;
+
+use pod::*;
 use serde_json::json;
 use std::fs;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant, SystemTime};
-
-const BIN: &str = env!("CARGO_BIN_EXE_argoexec");
-const PLAIN: &str = r#"{"name":"t","container":{"image":"busybox"}}"#;
-/// How long a "this must not happen" observation lasts.
-const WINDOW: Duration = Duration::from_millis(300);
-
-/// A re-rooted pod: `root/var/run/argo/…`, plus `root/work` as the child's working dir.
-struct Pod {
-    dir: tempfile::TempDir,
-}
-
-impl Pod {
-    fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        fs::create_dir_all(dir.path().join("work")).unwrap();
-        Self { dir }
-    }
-    fn root(&self) -> &Path {
-        self.dir.path()
-    }
-    fn work(&self) -> PathBuf {
-        self.root().join("work")
-    }
-    fn paths(&self) -> PodPaths {
-        PodPaths::new(self.root())
-    }
-    fn ctr(&self, name: &str) -> PathBuf {
-        self.paths().ctr_dir(name)
-    }
-    fn exitcode(&self, name: &str) -> Option<String> {
-        fs::read_to_string(self.paths().exitcode_file(name)).ok()
-    }
-    fn termination_log(&self) -> String {
-        fs::read_to_string(self.paths().termination_log()).unwrap_or_default()
-    }
-    /// `argoexec emissary -- /bin/sh -c SCRIPT` as container `name`.
-    fn sh(&self, name: &str, template: &str, script: &str) -> Command {
-        self.wrap(name, template, &["/bin/sh", "-c", script])
-    }
-    fn wrap(&self, name: &str, template: &str, command: &[&str]) -> Command {
-        let mut c = Command::new(BIN);
-        c.arg("emissary")
-            .arg("--")
-            .args(command)
-            .current_dir(self.work())
-            .env("ARGOEXEC_PATH_ROOT", self.root())
-            .env("ARGO_CONTAINER_NAME", name)
-            .env("ARGO_TEMPLATE", template)
-            .env_remove("ARGO_INCLUDE_SCRIPT_OUTPUT")
-            .env_remove("ARGO_DEBUG_PAUSE_BEFORE")
-            .env_remove("ARGO_DEBUG_PAUSE_AFTER")
-            .stdin(Stdio::null());
-        c
-    }
-}
-
-/// Poll for `cond` until `timeout`; true if it became true.
-fn eventually(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let end = Instant::now() + timeout;
-    loop {
-        if cond() {
-            return true;
-        }
-        if Instant::now() >= end {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
-/// Wait for a spawned wrapper to exit, killing it after `timeout`.
-fn finish(child: &mut Child, timeout: Duration) -> ExitStatus {
-    let mut status = None;
-    eventually(timeout, || {
-        status = child.try_wait().unwrap();
-        status.is_some()
-    });
-    match status {
-        Some(s) => s,
-        None => {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("wrapper still running after {timeout:?}");
-        }
-    }
-}
-
-fn spawn_quiet(mut cmd: Command) -> Child {
-    cmd.stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap()
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn run(mut cmd: Command) -> Output {
-    cmd.output().unwrap()
-}
 
 fn mtime(p: &Path) -> SystemTime {
     fs::metadata(p).unwrap().modified().unwrap()
-}
-
-/// Whether a pid is gone or a zombie.
-fn dead(pid: i32) -> bool {
-    match fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(s) => s
-            .rsplit(')')
-            .next()
-            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
-    }
 }
 
 #[test]
@@ -226,10 +131,11 @@ fn orphans_are_reaped() {
     );
 }
 
-#[test]
-fn signal_file_is_honoured_quickly() {
-    let pod = Pod::new();
-    let mut child = spawn_quiet(pod.sh("main", PLAIN, "touch ready; while :; do sleep 0.01; done"));
+fn signal_file_case(pod: Pod, limit: Duration) {
+    let mut child = pod.spawn(
+        "main",
+        pod.sh("main", PLAIN, "touch ready; while :; do sleep 0.01; done"),
+    );
     assert!(
         eventually(Duration::from_secs(10), || pod.work().join("ready").exists()),
         "child never started"
@@ -240,15 +146,30 @@ fn signal_file_is_honoured_quickly() {
     let status = finish(&mut child, Duration::from_secs(10));
     let took = sent.elapsed();
     assert_eq!(status.code(), Some(143));
-    assert!(took < Duration::from_secs(5), "took {took:?}");
+    assert!(took < limit, "took {took:?}");
     assert_eq!(pod.exitcode("main").as_deref(), Some("143"));
     assert!(!signal.exists(), "the signal file is deleted after reading");
+    pod.check_watch_mode("main");
+}
+
+#[test]
+fn signal_file_is_honoured_quickly() {
+    signal_file_case(Pod::new(), Duration::from_secs(3));
+}
+
+#[test]
+fn signal_file_is_honoured_when_polling() {
+    let pod = Pod::polling();
+    signal_file_case(pod, Duration::from_secs(6));
 }
 
 #[test]
 fn signals_to_the_wrapper_reach_the_child_group() {
     let pod = Pod::new();
-    let mut child = spawn_quiet(pod.sh("main", PLAIN, "sleep 30 & echo $! > bg.pid; touch ready; wait"));
+    let mut child = pod.spawn(
+        "main",
+        pod.sh("main", PLAIN, "sleep 30 & echo $! > bg.pid; touch ready; wait"),
+    );
     assert!(
         eventually(Duration::from_secs(10), || pod.work().join("ready").exists()),
         "child never started"
@@ -411,17 +332,12 @@ fn container_set(dependencies_of_b: &[&str]) -> String {
     .to_string()
 }
 
-#[test]
-fn container_set_dependency_success_releases_the_dependent() {
-    let pod = Pod::new();
+fn dependency_success_case(pod: Pod) {
     let template = container_set(&["a"]);
     let a_exit = pod.paths().exitcode_file("a");
     let script = format!("cat '{}' > b_saw", a_exit.display());
-    let mut b = spawn_quiet(pod.sh("b", &template, &script));
-    assert!(
-        eventually(Duration::from_secs(10), || pod.ctr("b").exists()),
-        "b never started"
-    );
+    let mut b = pod.spawn("b", pod.sh("b", &template, &script));
+    pod.await_log("b", "waiting for dependencies");
     std::thread::sleep(WINDOW);
     assert!(b.try_wait().unwrap().is_none(), "b did not wait for a");
     assert!(!pod.work().join("b_saw").exists(), "b ran before a");
@@ -439,24 +355,26 @@ fn container_set_dependency_success_releases_the_dependent() {
 }
 
 #[test]
-fn container_set_dependency_failure_fails_the_dependent() {
-    let pod = Pod::new();
+fn container_set_dependency_success_releases_the_dependent() {
+    dependency_success_case(Pod::new());
+}
+
+#[test]
+fn container_set_dependency_success_releases_the_dependent_when_polling() {
+    dependency_success_case(Pod::polling());
+}
+
+fn dependency_failure_case(pod: Pod) {
     let template = container_set(&["a"]);
-    let mut b = pod.sh("b", &template, "touch b_ran");
-    b.stdout(Stdio::piped()).stderr(Stdio::piped());
-    let b = b.spawn().unwrap();
-    assert!(
-        eventually(Duration::from_secs(10), || pod.ctr("b").exists()),
-        "b never started"
-    );
+    let mut b = pod.spawn("b", pod.sh("b", &template, "touch b_ran"));
+    pod.await_log("b", "waiting for dependencies");
     let out = run(pod.sh("a", &template, "exit 1"));
     assert_eq!(out.status.code(), Some(1));
-    let out = b.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(64));
+    assert_eq!(finish(&mut b, Duration::from_secs(10)).code(), Some(64));
     assert!(
-        text(&out.stderr).contains(r#"dependency "a" exited with code 1"#),
+        pod.log("b").contains(r#"dependency "a" exited with code 1"#),
         "{}",
-        text(&out.stderr)
+        pod.log("b")
     );
     assert!(pod.termination_log().contains(r#"dependency "a""#));
     assert!(!pod.work().join("b_ran").exists(), "b ran despite a failing");
@@ -464,13 +382,20 @@ fn container_set_dependency_failure_fails_the_dependent() {
 }
 
 #[test]
+fn container_set_dependency_failure_fails_the_dependent() {
+    dependency_failure_case(Pod::new());
+}
+
+#[test]
+fn container_set_dependency_failure_fails_the_dependent_when_polling() {
+    dependency_failure_case(Pod::polling());
+}
+
+#[test]
 fn sigterm_while_waiting_for_a_dependency_exits_143() {
     let pod = Pod::new();
-    let mut b = spawn_quiet(pod.sh("b", &container_set(&["a"]), "touch b_ran"));
-    assert!(
-        eventually(Duration::from_secs(10), || pod.ctr("b").exists()),
-        "b never started"
-    );
+    let mut b = pod.spawn("b", pod.sh("b", &container_set(&["a"]), "touch b_ran"));
+    pod.await_log("b", "waiting for dependencies");
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(b.id() as i32),
         nix::sys::signal::Signal::SIGTERM,
@@ -517,16 +442,11 @@ fn container_set_retries_until_success() {
     assert_eq!(text(&out.stdout), "attempt 1\nattempt 2\n");
 }
 
-#[test]
-fn debug_pause_before_holds_the_command() {
-    let pod = Pod::new();
+fn pause_before_case(pod: Pod) {
     let mut c = pod.sh("main", PLAIN, "touch marker");
     c.env("ARGO_DEBUG_PAUSE_BEFORE", "true");
-    let mut child = spawn_quiet(c);
-    assert!(
-        eventually(Duration::from_secs(10), || pod.ctr("main").exists()),
-        "wrapper never started"
-    );
+    let mut child = pod.spawn("main", c);
+    pod.await_log("main", "paused: create the release file");
     std::thread::sleep(WINDOW);
     assert!(
         !pod.work().join("marker").exists(),
@@ -539,14 +459,23 @@ fn debug_pause_before_holds_the_command() {
 }
 
 #[test]
-fn debug_pause_after_holds_the_exit_code() {
-    let pod = Pod::new();
+fn debug_pause_before_holds_the_command() {
+    pause_before_case(Pod::new());
+}
+
+#[test]
+fn debug_pause_before_holds_the_command_when_polling() {
+    pause_before_case(Pod::polling());
+}
+
+fn pause_after_case(pod: Pod) {
     let mut c = pod.sh("main", PLAIN, "touch marker; exit 5");
     c.env("ARGO_DEBUG_PAUSE_AFTER", "true");
-    let mut child = spawn_quiet(c);
+    let mut child = pod.spawn("main", c);
+    pod.await_log("main", "paused: create the release file");
     assert!(
-        eventually(Duration::from_secs(10), || pod.work().join("marker").exists()),
-        "never ran"
+        pod.work().join("marker").exists(),
+        "paused after a command that never ran"
     );
     std::thread::sleep(WINDOW);
     assert_eq!(pod.exitcode("main"), None, "exit code written during the pause");
@@ -554,6 +483,16 @@ fn debug_pause_after_holds_the_exit_code() {
     fs::write(pod.ctr("main").join("after"), "").unwrap();
     assert_eq!(finish(&mut child, Duration::from_secs(5)).code(), Some(5));
     assert_eq!(pod.exitcode("main").as_deref(), Some("5"));
+}
+
+#[test]
+fn debug_pause_after_holds_the_exit_code() {
+    pause_after_case(Pod::new());
+}
+
+#[test]
+fn debug_pause_after_holds_the_exit_code_when_polling() {
+    pause_after_case(Pod::polling());
 }
 
 fn status_kib(pid: u32, field: &str) -> u64 {
@@ -574,7 +513,7 @@ fn large_output_streams_in_constant_memory() {
         "head -c 52428800 /dev/zero; touch ready; exec sleep 30",
     );
     c.env("ARGO_INCLUDE_SCRIPT_OUTPUT", "true");
-    let mut child = spawn_quiet(c);
+    let mut child = pod.spawn("main", c);
     assert!(
         eventually(Duration::from_secs(60), || pod.work().join("ready").exists()),
         "output never finished"
