@@ -3,17 +3,18 @@
 //!
 //! - [`NodeServer`] starts both endpoints on loopback with generated certificates.
 //! - The API endpoint serves pods (create/get/list/watch/patch/delete, `log`, `exec`),
-//!   `argoproj.io/v1alpha1` `workflowtaskresults`, `configmaps` (mounted by `configMap`
-//!   volumes), discovery, TokenRequest and
+//!   `argoproj.io/v1alpha1` `workflowtaskresults`, `configmaps` and `secrets` (read by the
+//!   pods' volumes and env), discovery, TokenRequest and
 //!   SelfSubjectAccessReview, with bearer-token authentication and RBAC from YAML.
 //! - The kubelet endpoint serves `/pods`, `/containerLogs`, `/exec` and `/healthz` with the
 //!   kubelet's webhook authn/authz behaviour.
 //!
 //! See `docs/local-node.md` for what is served and how faithfully.
 
+mod admission;
 mod api;
 pub mod auth;
-pub mod configmaps;
+mod configdata;
 pub mod counts;
 mod error;
 pub mod exec;

@@ -11,15 +11,17 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use argoexec_node::{LocalNode, PodRun};
-use k8s_openapi::api::core::v1::{EnvVar, HostPathVolumeSource, Pod, Volume, VolumeMount};
+use k8s_openapi::api::core::v1::Pod;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use crate::admission::{self, Admitted};
 use crate::auth::{BoundPod, Subject, Tokens};
+use crate::configdata::StoreObjects;
 use crate::faults::{Action, Faults};
-use crate::serviceaccount::{self, MOUNT_PATH, Projection};
+use crate::serviceaccount::{self, Projection};
 use crate::status::{ApiError, PODS};
-use crate::store::{Kind, Store, new_uid};
+use crate::store::{Kind, Store};
 
 /// Settings of the pod manager.
 #[derive(Debug, Clone)]
@@ -115,103 +117,9 @@ impl Pods {
     ///
     /// # Errors
     /// 400/422 for bad bodies, 409 when the name is taken.
-    pub fn create(self: &Arc<Self>, ns: &str, mut body: Value) -> Result<Arc<Value>, ApiError> {
-        if !body.is_object() {
-            return Err(ApiError::bad_request("the body must be a JSON object"));
-        }
-        if let Some(bns) = body["metadata"]["namespace"].as_str()
-            && bns != ns
-        {
-            return Err(ApiError::bad_request(
-                "the namespace of the provided object does not match the namespace sent on the request",
-            ));
-        }
-        let name = match body["metadata"]["name"].as_str().filter(|n| !n.is_empty()) {
-            Some(n) => n.to_string(),
-            None => match body["metadata"]["generateName"].as_str() {
-                Some(prefix) => format!("{prefix}{}", &new_uid()[..5]),
-                None => {
-                    return Err(ApiError::invalid(
-                        &PODS,
-                        "",
-                        "metadata.name",
-                        "Required value: name or generateName is required",
-                    ));
-                }
-            },
-        };
-        body["metadata"]["name"] = json!(name);
-        let mut pod: Pod = serde_json::from_value(body).map_err(|e| {
-            ApiError::bad_request(format!("Pod in version \"v1\" cannot be handled as a Pod: {e}"))
-        })?;
-        let spec = pod
-            .spec
-            .as_mut()
-            .ok_or_else(|| ApiError::invalid(&PODS, &name, "spec", "Required value"))?;
-        if spec.containers.is_empty() {
-            return Err(ApiError::invalid(
-                &PODS,
-                &name,
-                "spec.containers",
-                "Required value",
-            ));
-        }
-        match spec.restart_policy.as_deref() {
-            None | Some("Never") => spec.restart_policy = Some("Never".into()),
-            Some(other) => {
-                return Err(ApiError::invalid(
-                    &PODS,
-                    &name,
-                    "spec.restartPolicy",
-                    &format!(
-                        "Unsupported value: \"{other}\": the local node runs pods with restartPolicy Never only"
-                    ),
-                ));
-            }
-        }
-        spec.node_name = Some(self.node_name().to_string());
-        let sa = spec
-            .service_account_name
-            .clone()
-            .unwrap_or_else(|| "default".into());
-        spec.service_account_name = Some(sa.clone());
-        spec.service_account = Some(sa);
-        spec.termination_grace_period_seconds.get_or_insert(30);
-        for (name, size) in &self.faults.spec.small_volumes {
-            for v in spec.volumes.iter_mut().flatten().filter(|v| &v.name == name) {
-                if let Some(ed) = v.empty_dir.as_mut() {
-                    tracing::warn!(volume = %name, %size, "fault: the emptyDir becomes a small tmpfs");
-                    ed.medium = Some("Memory".into());
-                    ed.size_limit = Some(k8s_openapi::apimachinery::pkg::api::resource::Quantity(
-                        size.clone(),
-                    ));
-                }
-            }
-        }
-        let automount = spec.automount_service_account_token != Some(false);
-        let sa_volume = automount.then(|| format!("kube-api-access-{}", &new_uid()[..5]));
-        if let Some(vol) = &sa_volume {
-            spec.volumes
-                .get_or_insert_with(Vec::new)
-                .push(projected_volume(vol));
-            for c in spec
-                .init_containers
-                .iter_mut()
-                .flatten()
-                .chain(spec.containers.iter_mut())
-            {
-                let mounts = c.volume_mounts.get_or_insert_with(Vec::new);
-                if !mounts.iter().any(|m| m.mount_path == MOUNT_PATH) {
-                    mounts.push(VolumeMount {
-                        name: vol.clone(),
-                        mount_path: MOUNT_PATH.into(),
-                        read_only: Some(true),
-                        ..Default::default()
-                    });
-                }
-            }
-        }
-        pod.status = Some(argoexec_node::status::initial(&pod));
+    pub fn create(self: &Arc<Self>, ns: &str, body: Value) -> Result<Arc<Value>, ApiError> {
+        let Admitted { mut pod, sa_volume } =
+            admission::admit(ns, body, self.node_name(), &self.faults.spec)?;
         let obj = serde_json::to_value(&pod).map_err(ApiError::internal)?;
         let stored = self.store.create(Kind::Pod, ns, obj)?;
         let uid = stored["metadata"]["uid"].as_str().unwrap_or("").to_string();
@@ -258,9 +166,9 @@ impl Pods {
                 }
             }
         }
-        self.add_service_env(&mut pod);
-        let config_maps = crate::configmaps::for_pod(&self.store, &ns, &pod);
-        match self.node.start_pod_with(pod, &config_maps).await {
+        admission::kubelet_env(&mut pod, self.config.api_port, &sa_dir);
+        let objects = Arc::new(StoreObjects(self.store.clone()));
+        match self.node.start_pod_with(pod, objects).await {
             Ok(run) => {
                 let mut rx = run.status();
                 {
@@ -395,9 +303,7 @@ impl Pods {
         let g = entry.run.lock().await;
         let run = g.as_ref().ok_or_else(|| ApiError::not_found(&PODS, name))?;
         tracing::warn!(pod = %name, container, "fault: SIGKILL to the container's PID 1");
-        run.signal(container, "KILL")
-            .await
-            .map_err(|e| ApiError::internal(e.to_string()))
+        run.signal(container, "KILL").await.map_err(ApiError::internal)
     }
 
     /// Mark a pod that could not start as failed, with the node's message.
@@ -463,45 +369,6 @@ impl Pods {
                 }
             }
         })
-    }
-
-    /// The env the kubelet adds to every container, and the projected volume as a host path.
-    fn add_service_env(&self, pod: &mut Pod) {
-        let uid = pod.metadata.uid.clone().unwrap_or_default();
-        let port = self.config.api_port.to_string();
-        let Some(spec) = pod.spec.as_mut() else { return };
-        for v in spec.volumes.iter_mut().flatten() {
-            if v.projected.is_some() && v.name.starts_with("kube-api-access-") {
-                v.projected = None;
-                v.host_path = Some(HostPathVolumeSource {
-                    path: self.config.sa_root.join(&uid).display().to_string(),
-                    type_: Some("Directory".into()),
-                });
-            }
-        }
-        let env = [
-            ("KUBERNETES_SERVICE_HOST", "127.0.0.1".to_string()),
-            ("KUBERNETES_SERVICE_PORT", port.clone()),
-            ("KUBERNETES_SERVICE_PORT_HTTPS", port.clone()),
-            ("KUBERNETES_PORT", format!("tcp://127.0.0.1:{port}")),
-        ];
-        for c in spec
-            .init_containers
-            .iter_mut()
-            .flatten()
-            .chain(spec.containers.iter_mut())
-        {
-            let list = c.env.get_or_insert_with(Vec::new);
-            for (k, v) in &env {
-                if !list.iter().any(|e| e.name == *k) {
-                    list.push(EnvVar {
-                        name: (*k).into(),
-                        value: Some(v.clone()),
-                        value_from: None,
-                    });
-                }
-            }
-        }
     }
 
     /// The Docker ID of a container of a running (or finished) pod.
@@ -658,19 +525,4 @@ fn with_conditions(mut status: Value) -> Value {
         cond("Ready", ready),
     ]);
     status
-}
-
-fn projected_volume(name: &str) -> Volume {
-    serde_json::from_value(json!({
-        "name": name,
-        "projected": {
-            "defaultMode": 420,
-            "sources": [
-                {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
-                {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
-                {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}}
-            ]
-        }
-    }))
-    .unwrap_or_default()
 }

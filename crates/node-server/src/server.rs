@@ -131,40 +131,10 @@ impl NodeServer {
             kubelet_port,
             api_port,
         });
-        let kubelet = Arc::new(Kubelet::new(store, pods, tokens, rbac, counts, faults.clone()));
+        let kubelet = Arc::new(Kubelet::new(store, pods, tokens, rbac, counts, faults));
         let shutdown = CancellationToken::new();
-        let api_tls: TlsSwap = Arc::new(RwLock::new(pki.api.server_config(true)?));
-        let kubelet_tls: TlsSwap = Arc::new(RwLock::new(pki.kubelet.server_config(false)?));
-        let (api_restart, api_restarts) = mpsc::unbounded_channel();
-        let (kubelet_restart, kubelet_restarts) = mpsc::unbounded_channel();
         let pki = Arc::new(Mutex::new(pki));
-        let actions = FaultActions {
-            pki: pki.clone(),
-            api_tls: api_tls.clone(),
-            kubelet_tls: kubelet_tls.clone(),
-            api_restart,
-            kubelet_restart,
-            pods: api.pods.clone(),
-            faults: faults.clone(),
-        };
-        let tasks = vec![
-            tokio::spawn(crate::http::serve(
-                api_l,
-                api_tls,
-                api.clone(),
-                shutdown.clone(),
-                api_restarts,
-            )),
-            tokio::spawn(crate::http::serve(
-                kubelet_l,
-                kubelet_tls,
-                kubelet.clone(),
-                shutdown.clone(),
-                kubelet_restarts,
-            )),
-            tokio::spawn(actions.run(fault_rx, shutdown.clone())),
-            tokio::spawn(kubelet.record_history(shutdown.clone())),
-        ];
+        let tasks = spawn_endpoints(&api, kubelet, &pki, (api_l, kubelet_l), fault_rx, &shutdown)?;
         tracing::info!(api_port, kubelet_port, node = %node_name, "local node endpoints are up");
         Ok(Self {
             api,
@@ -266,14 +236,21 @@ impl NodeServer {
     ///
     /// # Errors
     /// The API error a POST would answer (422 for an invalid ConfigMap, 409 when it exists).
-    pub fn create_config_map(&self, ns: &str, config_map: Value) -> Result<Arc<Value>, ApiError> {
-        crate::configmaps::validate(&config_map)?;
+    pub fn create_config_map(&self, ns: &str, mut config_map: Value) -> Result<Arc<Value>, ApiError> {
+        crate::configdata::configmaps::admit(&mut config_map)?;
         self.api.store.create(Kind::ConfigMap, ns, config_map)
     }
 
-    /// Delete a ConfigMap; absent is not an error.
-    pub fn delete_config_map(&self, ns: &str, name: &str) {
-        self.api.store.delete(Kind::ConfigMap, ns, name);
+    /// Create a Secret as the API's POST does (as the admin): `stringData` is merged into
+    /// `data`, `type` defaults to `Opaque`. Pods read it from their `secret` volumes and
+    /// `secretKeyRef`/`secretRef` env; create it before the pod.
+    ///
+    /// # Errors
+    /// The API error a POST would answer (400 for `data` that is not base64, 422 for an
+    /// invalid Secret, 409 when it exists).
+    pub fn create_secret(&self, ns: &str, mut secret: Value) -> Result<Arc<Value>, ApiError> {
+        crate::configdata::secrets::admit(&mut secret)?;
+        self.api.store.create(Kind::Secret, ns, secret)
     }
 
     /// The stored object, if any.
@@ -390,6 +367,53 @@ impl NodeServer {
     }
 }
 
+/// Serve both endpoints, and carry out the timed faults the pods make due, until `shutdown`.
+fn spawn_endpoints(
+    api: &Arc<Api>,
+    kubelet: Arc<Kubelet>,
+    pki: &Arc<Mutex<Pki>>,
+    (api_l, kubelet_l): (TcpListener, TcpListener),
+    fault_rx: mpsc::UnboundedReceiver<FaultEvent>,
+    shutdown: &CancellationToken,
+) -> Result<Vec<JoinHandle<()>>, ServerError> {
+    let (api_tls, kubelet_tls): (TlsSwap, TlsSwap) = {
+        let pki = pki.lock().unwrap_or_else(|p| p.into_inner());
+        (
+            Arc::new(RwLock::new(pki.api.server_config(true)?)),
+            Arc::new(RwLock::new(pki.kubelet.server_config(false)?)),
+        )
+    };
+    let (api_restart, api_restarts) = mpsc::unbounded_channel();
+    let (kubelet_restart, kubelet_restarts) = mpsc::unbounded_channel();
+    let actions = FaultActions {
+        pki: pki.clone(),
+        api_tls: api_tls.clone(),
+        kubelet_tls: kubelet_tls.clone(),
+        api_restart,
+        kubelet_restart,
+        pods: api.pods.clone(),
+        faults: api.faults.clone(),
+    };
+    Ok(vec![
+        tokio::spawn(crate::http::serve(
+            api_l,
+            api_tls,
+            api.clone(),
+            shutdown.clone(),
+            api_restarts,
+        )),
+        tokio::spawn(crate::http::serve(
+            kubelet_l,
+            kubelet_tls,
+            kubelet.clone(),
+            shutdown.clone(),
+            kubelet_restarts,
+        )),
+        tokio::spawn(actions.run(fault_rx, shutdown.clone())),
+        tokio::spawn(kubelet.record_history(shutdown.clone())),
+    ])
+}
+
 /// Carries out the timed faults ([`crate::faults::Action`]) the pods make due.
 struct FaultActions {
     pki: Arc<Mutex<Pki>>,
@@ -423,32 +447,38 @@ impl FaultActions {
         }
     }
 
-    async fn act(&self, ev: &FaultEvent) -> Result<(), String> {
+    async fn act(&self, ev: &FaultEvent) -> Result<(), ActError> {
         match ev.action {
-            Action::ApiRestart(down) => self.api_restart.send(down).map_err(|e| e.to_string()),
-            Action::KubeletRestart(down) => self.kubelet_restart.send(down).map_err(|e| e.to_string()),
+            Action::ApiRestart(down) => Ok(self.api_restart.send(down)?),
+            Action::KubeletRestart(down) => Ok(self.kubelet_restart.send(down)?),
             Action::CaRotate => {
                 let mut pki = self.pki.lock().unwrap_or_else(|p| p.into_inner());
-                pki.rotate().map_err(|e| e.to_string())?;
-                let api = pki.api.server_config(true).map_err(|e| e.to_string())?;
-                let kubelet = pki.kubelet.server_config(false).map_err(|e| e.to_string())?;
+                pki.rotate()?;
+                let api = pki.api.server_config(true)?;
+                let kubelet = pki.kubelet.server_config(false)?;
                 // The bundle first, then the certificates, as a real rotation orders them.
                 self.pods.set_ca(pki.ca_pem().to_string());
                 *self.api_tls.write().unwrap_or_else(|p| p.into_inner()) = api;
                 *self.kubelet_tls.write().unwrap_or_else(|p| p.into_inner()) = kubelet;
                 Ok(())
             }
-            Action::Evict => self.pods.evict(&ev.ns, &ev.name).await.map_err(|e| e.message),
-            Action::SigKill => self
-                .pods
-                .sigkill(&ev.ns, &ev.name, &ev.container)
-                .await
-                .map_err(|e| e.message),
-            Action::Delete => self
-                .pods
-                .delete(&ev.ns, &ev.name, None)
-                .map(|_| ())
-                .map_err(|e| e.message),
+            Action::Evict => Ok(self.pods.evict(&ev.ns, &ev.name).await?),
+            Action::SigKill => Ok(self.pods.sigkill(&ev.ns, &ev.name, &ev.container).await?),
+            Action::Delete => Ok(self.pods.delete(&ev.ns, &ev.name, None).map(|_| ())?),
         }
     }
+}
+
+/// Why a timed fault could not be carried out.
+#[derive(Debug, thiserror::Error)]
+enum ActError {
+    /// The endpoint it restarts has stopped serving.
+    #[error("the endpoint is no longer serving")]
+    Restart(#[from] mpsc::error::SendError<Duration>),
+    /// New certificates could not be made.
+    #[error(transparent)]
+    Pki(#[from] ServerError),
+    /// The pod refused it (gone, not running).
+    #[error(transparent)]
+    Pod(#[from] ApiError),
 }

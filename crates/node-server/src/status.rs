@@ -170,6 +170,14 @@ impl ApiError {
     }
 }
 
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({}): {}", self.code, self.reason, self.message)
+    }
+}
+
+impl std::error::Error for ApiError {}
+
 #[derive(serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 struct WireStatus<'a> {
@@ -240,6 +248,20 @@ pub const TASK_RESULTS: Resource = Resource {
     group: "argoproj.io",
     plural: "workflowtaskresults",
     kind: "WorkflowTaskResult",
+};
+
+/// Core `configmaps`.
+pub const CONFIG_MAPS: Resource = Resource {
+    group: "",
+    plural: "configmaps",
+    kind: "ConfigMap",
+};
+
+/// Core `secrets`.
+pub const SECRETS: Resource = Resource {
+    group: "",
+    plural: "secrets",
+    kind: "Secret",
 };
 
 /// Core `nodes`.

@@ -1,4 +1,4 @@
-//! The API server's object store: pods, workflow task results and ConfigMaps as JSON objects, one
+//! The API server's object store: pods, workflow task results, ConfigMaps and Secrets as JSON objects, one
 //! global resource-version counter (like etcd's revision), a bounded per-kind event
 //! history (the watch cache) for resuming watches, and a broadcast of every change.
 //! Watches from a version older than the history's floor get `410 Expired`.
@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
-use crate::status::{ApiError, Resource};
+use crate::status::{ApiError, CONFIG_MAPS, PODS, Resource, SECRETS, TASK_RESULTS};
 
 /// The kinds the store holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -20,24 +20,31 @@ pub enum Kind {
     TaskResult,
     /// `v1` `ConfigMap`.
     ConfigMap,
+    /// `v1` `Secret`.
+    Secret,
 }
 
 impl Kind {
+    /// Every kind.
+    pub const ALL: [Self; 4] = [Self::Pod, Self::TaskResult, Self::ConfigMap, Self::Secret];
+
     /// `(apiVersion, kind)` of objects of this kind.
     pub fn type_meta(self) -> (&'static str, &'static str) {
         match self {
             Self::Pod => ("v1", "Pod"),
             Self::TaskResult => ("argoproj.io/v1alpha1", "WorkflowTaskResult"),
             Self::ConfigMap => ("v1", "ConfigMap"),
+            Self::Secret => ("v1", "Secret"),
         }
     }
 
     /// The resource, for error messages.
     pub fn resource(self) -> Resource {
         match self {
-            Self::Pod => crate::status::PODS,
-            Self::TaskResult => crate::status::TASK_RESULTS,
-            Self::ConfigMap => crate::configmaps::CONFIG_MAPS,
+            Self::Pod => PODS,
+            Self::TaskResult => TASK_RESULTS,
+            Self::ConfigMap => CONFIG_MAPS,
+            Self::Secret => SECRETS,
         }
     }
 }
@@ -268,7 +275,7 @@ impl Store {
     pub fn compact(&self) -> u64 {
         let mut g = self.lock();
         let rv = g.rv;
-        for kind in [Kind::Pod, Kind::TaskResult, Kind::ConfigMap] {
+        for kind in Kind::ALL {
             g.floor.insert(kind, rv);
             g.history.remove(&kind);
         }
@@ -298,6 +305,43 @@ impl Store {
             g.floor.insert(kind, e);
         }
         let _ = self.tx.send(ev);
+    }
+}
+
+/// Name a new object as the API server does: its `metadata.name`, else `generateName`
+/// plus five random characters (written back into the object).
+///
+/// # Errors
+/// 422 when it has neither.
+pub fn assign_name(obj: &mut Value, resource: &Resource) -> Result<String, ApiError> {
+    let name = match obj["metadata"]["name"].as_str().filter(|n| !n.is_empty()) {
+        Some(n) => n.to_string(),
+        None => match obj["metadata"]["generateName"].as_str() {
+            Some(prefix) => format!("{prefix}{}", &new_uid()[..5]),
+            None => {
+                return Err(ApiError::invalid(
+                    resource,
+                    "",
+                    "metadata.name",
+                    "Required value: name or generateName is required",
+                ));
+            }
+        },
+    };
+    obj["metadata"]["name"] = json!(name);
+    Ok(name)
+}
+
+/// A body's `metadata.namespace`, when given, must be the request's.
+///
+/// # Errors
+/// 400 as the API server words it.
+pub fn check_namespace(obj: &Value, ns: &str) -> Result<(), ApiError> {
+    match obj["metadata"]["namespace"].as_str() {
+        Some(b) if b != ns => Err(ApiError::bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+        )),
+        _ => Ok(()),
     }
 }
 
@@ -369,6 +413,25 @@ mod tests {
         assert_eq!(s.watch(Kind::TaskResult, Some(rv - 1)).err(), Some((2, 4)));
         assert!(s.watch(Kind::TaskResult, Some(rv)).is_ok());
         assert!(s.watch(Kind::Pod, Some(rv)).is_ok());
+    }
+
+    #[test]
+    fn names_are_given_or_generated() {
+        let mut o = json!({"metadata": {"generateName": "x-"}});
+        let n = assign_name(&mut o, &PODS).unwrap();
+        assert!(
+            n.starts_with("x-") && n.len() == 7 && o["metadata"]["name"] == n.as_str(),
+            "{n}"
+        );
+        let mut o = json!({"metadata": {"name": "a", "generateName": "x-"}});
+        assert_eq!(assign_name(&mut o, &PODS).unwrap(), "a");
+        let e = assign_name(&mut json!({"metadata": {}}), &SECRETS).unwrap_err();
+        assert_eq!(e.code, 422);
+        assert!(
+            e.message.contains("name or generateName is required"),
+            "{}",
+            e.message
+        );
     }
 
     #[test]

@@ -41,6 +41,28 @@ pub enum NodeError {
         /// What is wrong.
         message: String,
     },
+    /// A `configMap` or `secret` volume cannot be made: the object or a key it lists is
+    /// missing (the kubelet's `MountVolume.SetUp failed` event).
+    #[error("pod {pod:?}: MountVolume.SetUp failed for volume {volume:?} : {source}")]
+    Mount {
+        /// The pod.
+        pod: String,
+        /// The volume.
+        volume: String,
+        /// What is missing.
+        #[source]
+        source: Box<crate::objects::ConfigError>,
+    },
+    /// A container's env refers to a ConfigMap or Secret (or a key of one) that is missing:
+    /// the kubelet's `CreateContainerConfigError`.
+    #[error("container {container:?}: {source}")]
+    ContainerConfig {
+        /// The container.
+        container: String,
+        /// What is missing.
+        #[source]
+        source: Box<crate::objects::ConfigError>,
+    },
     /// A Docker Engine call failed.
     #[error("local node: docker {action} for {subject}: {source}")]
     Docker {

@@ -4,7 +4,8 @@
 //! A pod gets a pause container (`POD`) holding its IPC namespace (and its PID namespace
 //! when `shareProcessNamespace` is set); every container joins it, with host networking so
 //! containers reach endpoints on loopback. Volumes are host directories (`emptyDir`,
-//! `hostPath`, `downwardAPI`, `secret`, `configMap`), mounted with subPath support. Containers carry dockershim's
+//! `hostPath`, `downwardAPI`, `secret`, `configMap`), mounted with subPath support; ConfigMaps
+//! and Secrets (volumes, env) are read from an [`ObjectSource`]. Containers carry dockershim's
 //! labels (`io.kubernetes.pod.name/namespace/uid`, `io.kubernetes.container.name`), which
 //! is how the docker backend finds them. The live [`k8s_openapi::api::core::v1::PodStatus`]
 //! is published on a watch channel.
@@ -19,22 +20,27 @@
 //! # }
 //! ```
 
-pub mod configmap;
+mod datavolume;
 pub mod downward;
+mod env;
 mod error;
 mod expand;
+mod hostfs;
 mod lifecycle;
 mod node;
+pub mod objects;
 mod oom;
 pub mod quantity;
 mod run;
 pub mod spec;
+mod state;
 pub mod status;
 pub mod tmpfs;
 mod volumes;
 
-pub use configmap::ConfigMaps;
 pub use error::NodeError;
 pub use node::{LocalNode, NodeConfig};
-pub use run::{EVICTED_MESSAGE, PodRun, StopReason};
+pub use objects::{ConfigError, ObjectData, ObjectSource, StaticObjects};
+pub use run::PodRun;
+pub use state::{EVICTED_MESSAGE, StopReason};
 pub use volumes::HostVolume;

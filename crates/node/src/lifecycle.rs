@@ -3,6 +3,13 @@
 //! started in declaration order and waited for concurrently; the pod is `Succeeded` when all
 //! exit 0, `Failed` otherwise. A stop request (deletion) or `activeDeadlineSeconds` stops the
 //! running containers with Docker's TERM → grace → KILL, and no further container starts.
+//!
+//! A container that cannot be created or started ends the pod: its status says why (the
+//! engine's message under `ContainerCannotRun`, or waiting `CreateContainerConfigError` for
+//! a missing ConfigMap or Secret in its env), the others are stopped with the pod's grace
+//! period, and the pod is `Failed`. A kubelet would leave the others running until a
+//! controller deleted the pod; here nothing else would end it (a `wait` container waits for
+//! a main that never comes).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,138 +17,202 @@ use std::time::Duration;
 use bollard::query_parameters::{StopContainerOptions, WaitContainerOptions};
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
-use k8s_openapi::api::core::v1::Container;
+use k8s_openapi::api::core::v1::{Container, PodStatus};
 
-use crate::node::docker_name;
-use crate::run::{Shared, StopReason};
-use crate::spec::{PodContext, create_body};
+use crate::error::NodeError;
+use crate::spec::{PodContext, create_body, docker_name};
+use crate::state::{EVICTED_MESSAGE, Shared, StopReason};
 use crate::status::{self, FAILED, RUNNING, SUCCEEDED};
 
-/// Kubernetes' default `terminationGracePeriodSeconds`.
-const DEFAULT_GRACE: Duration = Duration::from_secs(30);
+/// Why a pod ended before all its containers ran.
+enum Failure {
+    /// An init container exited non-zero or could not run.
+    Init(String),
+    /// A container could not be created or started.
+    CannotRun {
+        /// The container.
+        container: String,
+        /// What its status says.
+        message: String,
+    },
+}
+
+/// Why a container did not run.
+enum NotRun {
+    /// The node could not make its create request: a missing ConfigMap or Secret in its env
+    /// ([`NodeError::ContainerConfig`]), an unsupported field, host I/O.
+    Node(NodeError),
+    /// The engine refused to create or start it (with the exit code Docker recorded).
+    Engine {
+        source: bollard::errors::Error,
+        exit_code: Option<i64>,
+    },
+}
 
 /// Drive the pod to a terminal phase.
 pub(crate) async fn run(s: Arc<Shared>) {
     let killer = tokio::spawn(killer(s.clone()));
-    let init_failed = drive(&s).await;
-    let stop = s.stop_request();
-    s.status.send_modify(|st| {
-        let all_ok = st
-            .container_statuses
-            .iter()
-            .flatten()
-            .all(|c| status::exit_code_of(c) == Some(0));
-        if let Some((_, StopReason::DeadlineExceeded)) = stop {
-            st.phase = Some(FAILED.into());
-            st.reason = Some("DeadlineExceeded".into());
-            st.message = Some("Pod was active on the node longer than the specified deadline".into());
-        } else if let Some((_, StopReason::Evicted)) = stop {
-            st.phase = Some(FAILED.into());
-            st.reason = Some("Evicted".into());
-            st.message = Some(crate::run::EVICTED_MESSAGE.into());
-        } else if let Some(name) = &init_failed {
-            st.phase = Some(FAILED.into());
-            st.message = Some(format!("init container {name:?} failed"));
-        } else {
-            st.phase = Some(if all_ok { SUCCEEDED } else { FAILED }.into());
-        }
-    });
+    let failure = drive(&s).await;
+    let stop = s.stop_request().map(|(_, r)| r);
+    s.status.send_modify(|st| finish(st, stop, failure));
     killer.abort();
 }
 
-/// Returns the name of the init container that failed, if one did.
-async fn drive(s: &Shared) -> Option<String> {
+/// The terminal phase (and reason, message) of a pod whose containers are all done.
+fn finish(st: &mut PodStatus, stop: Option<StopReason>, failure: Option<Failure>) {
+    let all_ok = st
+        .container_statuses
+        .iter()
+        .flatten()
+        .all(|c| status::exit_code_of(c) == Some(0));
+    st.phase = Some(FAILED.into());
+    match (stop, failure) {
+        (Some(StopReason::DeadlineExceeded), _) => {
+            st.reason = Some("DeadlineExceeded".into());
+            st.message = Some("Pod was active on the node longer than the specified deadline".into());
+        }
+        (Some(StopReason::Evicted), _) => {
+            st.reason = Some("Evicted".into());
+            st.message = Some(EVICTED_MESSAGE.into());
+        }
+        (_, Some(Failure::Init(name))) => st.message = Some(format!("init container {name:?} failed")),
+        (_, Some(Failure::CannotRun { container, message })) => {
+            st.message = Some(format!("container {container:?} could not run: {message}"));
+        }
+        _ if all_ok => st.phase = Some(SUCCEEDED.into()),
+        _ => {}
+    }
+}
+
+/// Run the init containers, then the others; returns why the pod failed early, if it did.
+async fn drive(s: &Shared) -> Option<Failure> {
     let spec = s.pod.spec.as_ref()?;
     // App containers are created only after the init containers succeeded: creating them
     // resolves subPath mounts, whose sources init may still have to write (input artifacts).
-    let inits = async {
-        for c in spec.init_containers.iter().flatten() {
-            if s.stop.is_cancelled() {
-                return None;
-            }
-            let Some(id) = start(s, c).await else {
-                return Some(c.name.clone());
-            };
-            if wait_exit(s, &c.name, &id).await != 0 {
-                return Some(c.name.clone());
-            }
-        }
-        None
-    };
-    if let Some(failed) = inits.await {
-        return Some(failed);
-    }
-    let created = futures::future::join_all(spec.containers.iter().map(|c| create(s, c))).await;
-    s.status.send_modify(|st| {
-        for cs in st.container_statuses.iter_mut().flatten() {
-            *cs = status::waiting(&cs.name, &cs.image, "ContainerCreating");
-        }
-    });
-    // Like the kubelet, start containers one after another in spec order (each start returns
-    // once runc has exec'd the process), without waiting for any to be ready: wait comes
-    // first, so with a shared process namespace it is running before main exists (§1.1).
-    let mut started = Vec::new();
-    for (c, made) in spec.containers.iter().zip(created) {
+    for c in spec.init_containers.iter().flatten() {
         if s.stop.is_cancelled() {
-            break;
+            return None;
         }
-        match made {
-            Ok(id) => {
-                if let Some(id) = launch(s, c, id).await {
-                    started.push((c, id));
-                }
-            }
-            Err(message) => {
-                s.status
-                    .send_modify(|st| status::set_cannot_run(st, &c.name, "", None, message));
+        let id = match create(s, c).await {
+            Ok(id) => launch(s, c, &id).await.map(|()| id),
+            Err(e) => Err(e),
+        };
+        match id {
+            Ok(id) if wait_exit(s, &c.name, &id).await == 0 => {}
+            Ok(_) => return Some(Failure::Init(c.name.clone())),
+            Err((id, e)) => {
+                not_run(s, c, &id, e);
+                return Some(Failure::Init(c.name.clone()));
             }
         }
     }
-    // The kubelet's phase: Pending while any container still waits to start, then Running.
-    s.status.send_modify(|st| {
-        if !status::is_terminal(st.phase.as_deref()) {
-            st.phase = Some(RUNNING.into());
-        }
-    });
+    let (started, failure) = start_containers(s, &spec.containers).await;
+    if failure.is_some() {
+        // No controller will end a pod with a container that cannot run: the node does.
+        s.request_stop(s.grace(), StopReason::CannotRun);
+    }
     let mut waits: FuturesUnordered<_> = started
         .into_iter()
         .map(|(c, id)| async move { wait_exit(s, &c.name, &id).await })
         .collect();
     while waits.next().await.is_some() {}
-    None
+    failure
 }
 
-/// Create and start `c`; `None` when it could not run (its status then says why).
-async fn start(s: &Shared, c: &Container) -> Option<String> {
-    match create(s, c).await {
-        Ok(id) => launch(s, c, id).await,
-        Err(message) => {
-            s.status
-                .send_modify(|st| status::set_cannot_run(st, &c.name, "", None, message));
-            None
+/// Create every container (concurrently), then start them one after another in spec
+/// order, as the kubelet does; stops at the first that cannot run. Returns the started
+/// containers and that failure.
+async fn start_containers<'c>(
+    s: &Shared,
+    containers: &'c [Container],
+) -> (Vec<(&'c Container, String)>, Option<Failure>) {
+    let created = futures::future::join_all(containers.iter().map(|c| create(s, c))).await;
+    s.status.send_modify(|st| {
+        for cs in st.container_statuses.iter_mut().flatten() {
+            *cs = status::waiting(&cs.name, &cs.image, "ContainerCreating");
+        }
+    });
+    let mut failure = None;
+    let mut made = Vec::new();
+    for (c, r) in containers.iter().zip(created) {
+        match r {
+            Ok(id) => made.push((c, id)),
+            Err((id, e)) => {
+                let message = not_run(s, c, &id, e);
+                failure.get_or_insert(Failure::CannotRun {
+                    container: c.name.clone(),
+                    message,
+                });
+            }
         }
     }
+    let mut started = Vec::new();
+    if failure.is_none() {
+        // Each start returns once runc has exec'd the process; no container waits for
+        // another to be ready. `wait` is first, so with a shared process namespace it is
+        // running before main exists.
+        for (c, id) in made {
+            if s.stop.is_cancelled() {
+                break;
+            }
+            if let Err((id, e)) = launch(s, c, &id).await {
+                let message = not_run(s, c, &id, e);
+                failure = Some(Failure::CannotRun {
+                    container: c.name.clone(),
+                    message,
+                });
+                break;
+            }
+            started.push((c, id));
+        }
+    }
+    if !started.is_empty() {
+        // The kubelet's phase: Pending while any container still waits to start, then Running.
+        s.status.send_modify(|st| {
+            if !status::is_terminal(st.phase.as_deref()) {
+                st.phase = Some(RUNNING.into());
+            }
+        });
+    }
+    (started, failure)
 }
 
-/// Create `c` (not started); the error is the message its status should carry.
-async fn create(s: &Shared, c: &Container) -> Result<String, String> {
+/// Put why `c` did not run into its status (`id`: its Docker ID, if it was created);
+/// returns the message.
+fn not_run(s: &Shared, c: &Container, id: &str, e: NotRun) -> String {
+    let (message, exit_code) = match &e {
+        NotRun::Node(NodeError::ContainerConfig { source, .. }) => {
+            let message = source.to_string();
+            s.status.send_modify(|st| {
+                status::set_waiting(st, &c.name, "CreateContainerConfigError", message.clone());
+            });
+            return message;
+        }
+        NotRun::Node(e) => (e.to_string(), None),
+        NotRun::Engine { source, exit_code } => (engine_message(source), *exit_code),
+    };
+    tracing::debug!(pod = s.pod.metadata.name.as_deref(), container = %c.name, error = %message, "container cannot run");
+    s.status
+        .send_modify(|st| status::set_cannot_run(st, &c.name, id, exit_code, message.clone()));
+    message
+}
+
+/// Create `c` (not started). The error carries the ID of a container that was made.
+async fn create(s: &Shared, c: &Container) -> Result<String, (String, NotRun)> {
+    let fail = |e| (String::new(), NotRun::Node(e));
     let term_dir = s.pod_dir.join("termination");
     let term_file = term_dir.join(&c.name);
-    let prepared = crate::volumes::make_dir(&term_dir, 0o755).and_then(|()| {
-        std::fs::write(&term_file, b"").map_err(|e| crate::NodeError::io("create", &term_file, e))?;
-        crate::volumes::make_dir_mode(&term_file, 0o666)
-    });
+    crate::hostfs::write_file(&term_file, b"", 0o666).map_err(fail)?;
     let ctx = PodContext {
         pod: &s.pod,
         node_name: &s.node_name,
         node_label: &s.node_label,
         pause_id: &s.pause_id,
         volumes: &s.volumes,
+        objects: &s.objects,
         termination_file: term_file,
     };
-    let body = prepared
-        .and_then(|()| create_body(&ctx, c))
-        .map_err(|e| e.to_string())?;
+    let body = create_body(&ctx, c).map_err(fail)?;
     let opts = bollard::query_parameters::CreateContainerOptions {
         name: Some(docker_name(&s.pod, &c.name)),
         ..Default::default()
@@ -150,32 +221,36 @@ async fn create(s: &Shared, c: &Container) -> Result<String, String> {
         .docker
         .create_container(Some(opts), body)
         .await
-        .map_err(|e| engine_message(&e))?
+        .map_err(|source| {
+            let e = NotRun::Engine {
+                source,
+                exit_code: None,
+            };
+            (String::new(), e)
+        })?
         .id;
     s.record(&c.name, &id);
     Ok(id)
 }
 
-/// Start the created container `id` of `c`; `None` when it could not run.
-async fn launch(s: &Shared, c: &Container, id: String) -> Option<String> {
-    if let Err(e) = s.docker.start_container(&id, None).await {
-        let code = s
+/// Start the created container `id` of `c`.
+async fn launch(s: &Shared, c: &Container, id: &str) -> Result<(), (String, NotRun)> {
+    if let Err(source) = s.docker.start_container(id, None).await {
+        let exit_code = s
             .docker
-            .inspect_container(&id, None)
+            .inspect_container(id, None)
             .await
             .ok()
             .and_then(|i| i.state?.exit_code);
-        s.status
-            .send_modify(|st| status::set_cannot_run(st, &c.name, &id, code, engine_message(&e)));
-        return None;
+        return Err((id.to_string(), NotRun::Engine { source, exit_code }));
     }
     tracing::debug!(pod = s.pod.metadata.name.as_deref(), container = %c.name, %id, "container started");
-    s.status.send_modify(|st| status::set_running(st, &c.name, &id));
+    s.status.send_modify(|st| status::set_running(st, &c.name, id));
     if let Some((grace, _)) = s.stop_request() {
         // The stop raced with this start; the killer may not have seen this container.
-        stop_one(s, &id, grace).await;
+        stop_one(s, id, grace).await;
     }
-    Some(id)
+    Ok(())
 }
 
 /// Wait for container `id` to stop and record how it ended; returns its exit code.
@@ -210,16 +285,15 @@ async fn wait_exit(s: &Shared, name: &str, id: &str) -> i64 {
 
 /// Wait for a stop request or the pod's deadline, then stop every container.
 async fn killer(s: Arc<Shared>) {
-    let spec = s.pod.spec.as_ref();
-    let grace = spec
-        .and_then(|p| p.termination_grace_period_seconds)
-        .map_or(DEFAULT_GRACE, |g| Duration::from_secs(g.max(0) as u64));
-    let deadline = spec
+    let deadline = s
+        .pod
+        .spec
+        .as_ref()
         .and_then(|p| p.active_deadline_seconds)
-        .map(|d| Duration::from_secs(d.max(0) as u64));
+        .map(|d| Duration::from_secs(d.max(0).unsigned_abs()));
     tokio::select! {
         () = s.stop.cancelled() => {}
-        () = sleep_or_forever(deadline) => s.request_stop(grace, StopReason::DeadlineExceeded),
+        () = sleep_or_forever(deadline) => s.request_stop(s.grace(), StopReason::DeadlineExceeded),
     }
     let grace = s.stop_request().map_or(Duration::ZERO, |(g, _)| g);
     let ids = s.app_ids();

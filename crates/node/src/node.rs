@@ -13,15 +13,17 @@ use k8s_openapi::api::core::v1::Pod;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::configmap::ConfigMaps;
 use crate::error::{NodeError, is_not_found};
-use crate::run::{PodRun, Shared, remove_containers};
-use crate::spec::{LABEL_NODE, labels};
+use crate::hostfs::make_dir;
+use crate::objects::{ObjectData, ObjectSource, PodObjects, StaticObjects, keys_only};
+use crate::run::{PodRun, remove_containers};
+use crate::spec::{LABEL_NODE, docker_name, labels};
+use crate::state::Shared;
 use crate::status;
 use crate::volumes;
 
 /// How the local node is set up.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct NodeConfig {
     /// The Docker Engine socket.
     pub docker_socket: PathBuf,
@@ -35,8 +37,24 @@ pub struct NodeConfig {
     pub pause_command: Vec<String>,
     /// Value of the `io.argoexec-rs.node` label on every container this node makes.
     pub node_label: String,
-    /// Secrets that `secret` volumes can mount: name → key → value (one namespace).
-    pub secrets: std::collections::BTreeMap<String, std::collections::BTreeMap<String, Vec<u8>>>,
+    /// Secrets of the node itself: name → key → value, visible in every namespace, for
+    /// names the pod's [`ObjectSource`] does not have (volumes and env). Never printed:
+    /// `Debug` shows names and keys only.
+    pub secrets: std::collections::BTreeMap<String, ObjectData>,
+}
+
+impl std::fmt::Debug for NodeConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NodeConfig")
+            .field("docker_socket", &self.docker_socket)
+            .field("state_dir", &self.state_dir)
+            .field("node_name", &self.node_name)
+            .field("pause_image", &self.pause_image)
+            .field("pause_command", &self.pause_command)
+            .field("node_label", &self.node_label)
+            .field("secrets", &keys_only(&self.secrets))
+            .finish()
+    }
 }
 
 impl Default for NodeConfig {
@@ -58,6 +76,8 @@ impl Default for NodeConfig {
 pub struct LocalNode {
     docker: Docker,
     config: NodeConfig,
+    /// `config.secrets`, shared with every pod.
+    node_secrets: Arc<std::collections::BTreeMap<String, ObjectData>>,
 }
 
 impl LocalNode {
@@ -74,7 +94,12 @@ impl LocalNode {
         let docker = Docker::connect_with_unix(&socket, 120, API_DEFAULT_VERSION).map_err(err)?;
         let docker = docker.negotiate_version().await.map_err(err)?;
         docker.ping().await.map_err(err)?;
-        Ok(Self { docker, config })
+        let node_secrets = Arc::new(config.secrets.clone());
+        Ok(Self {
+            docker,
+            config,
+            node_secrets,
+        })
     }
 
     /// The Docker client (for callers that inspect containers themselves).
@@ -87,87 +112,49 @@ impl LocalNode {
         &self.config
     }
 
-    /// Start `pod`. Nothing is left behind when this fails.
+    /// Start `pod`, its ConfigMaps and Secrets being only the node's own secrets.
+    /// Nothing is left behind when this fails.
     ///
     /// # Errors
-    /// Invalid or unsupported specs, missing images, Docker or host I/O failures.
+    /// Invalid or unsupported specs, missing images, a missing ConfigMap or Secret of a
+    /// volume (unless optional), Docker or host I/O failures.
     pub async fn start_pod(&self, pod: Pod) -> Result<PodRun, NodeError> {
-        self.start_pod_with(pod, &ConfigMaps::new()).await
+        self.start_pod_with(pod, Arc::new(StaticObjects::default())).await
     }
 
-    /// [`Self::start_pod`] with the ConfigMaps of the pod's namespace that its `configMap`
-    /// volumes may mount.
+    /// [`Self::start_pod`] reading the pod's ConfigMaps and Secrets from `objects` (then
+    /// from [`NodeConfig::secrets`]): `configMap`/`secret` volumes now, env when each
+    /// container is created.
     ///
     /// # Errors
-    /// As [`Self::start_pod`]; a `configMap` volume whose ConfigMap is not given (unless
-    /// optional).
-    pub async fn start_pod_with(&self, mut pod: Pod, config_maps: &ConfigMaps) -> Result<PodRun, NodeError> {
-        let name = pod
-            .metadata
-            .name
-            .clone()
-            .filter(|n| !n.is_empty())
-            .ok_or_else(|| NodeError::Invalid {
-                pod: String::new(),
-                message: "metadata.name is required".into(),
-            })?;
-        let invalid = |message: String| NodeError::Invalid {
-            pod: name.clone(),
-            message,
-        };
-        let spec = pod
-            .spec
-            .as_mut()
-            .ok_or_else(|| invalid("spec is required".into()))?;
-        if spec.containers.is_empty() {
-            return Err(invalid("spec.containers must not be empty".into()));
-        }
-        match spec.restart_policy.as_deref() {
-            None | Some("Never") => spec.restart_policy = Some("Never".into()),
-            Some(other) => {
-                return Err(NodeError::Unsupported {
-                    pod: name,
-                    what: format!("restartPolicy {other}"),
-                });
-            }
-        }
-        spec.node_name = Some(self.config.node_name.clone());
-        let mut images: Vec<(String, String)> = Vec::new();
-        for c in spec.init_containers.iter().flatten().chain(&spec.containers) {
-            let image = c
-                .image
-                .clone()
-                .ok_or_else(|| invalid(format!("container {:?} has no image", c.name)))?;
-            images.push((c.name.clone(), image));
-        }
-        images.push(("POD".into(), self.config.pause_image.clone()));
-        for (container, image) in images {
-            match self.docker.inspect_image(&image).await {
-                Ok(_) => {}
-                Err(e) if is_not_found(&e) => return Err(NodeError::ImageMissing { container, image }),
-                Err(e) => return Err(NodeError::docker("inspect image", image, e)),
-            }
-        }
+    /// As [`Self::start_pod`].
+    pub async fn start_pod_with(
+        &self,
+        mut pod: Pod,
+        objects: Arc<dyn ObjectSource>,
+    ) -> Result<PodRun, NodeError> {
+        self.admit(&mut pod)?;
+        self.check_images(&pod).await?;
         if pod.metadata.uid.as_deref().is_none_or(str::is_empty) {
             pod.metadata.uid = Some(new_uid());
         }
-        if pod.metadata.namespace.is_none() {
-            pod.metadata.namespace = Some("default".into());
-        }
+        let ns = pod
+            .metadata
+            .namespace
+            .get_or_insert_with(|| "default".into())
+            .clone();
+        let objects = PodObjects::new(objects, self.node_secrets.clone(), &ns);
         let uid = pod.metadata.uid.clone().unwrap_or_default();
         let pod_dir = self.config.state_dir.join(&uid);
-        volumes::make_dir(&pod_dir, 0o755)?;
-        let prepared = match volumes::prepare(
-            &pod,
-            &self.config.node_name,
-            &pod_dir,
-            &self.config.secrets,
-            config_maps,
-        ) {
+        make_dir(&pod_dir, 0o755)?;
+        let discard_dir = |pod_dir: &std::path::Path| {
+            crate::tmpfs::unmount_below(pod_dir);
+            let _ = std::fs::remove_dir_all(pod_dir);
+        };
+        let prepared = match volumes::prepare(&pod, &self.config.node_name, &pod_dir, &objects) {
             Ok(v) => v,
             Err(e) => {
-                crate::tmpfs::unmount_below(&pod_dir);
-                let _ = std::fs::remove_dir_all(&pod_dir);
+                discard_dir(&pod_dir);
                 return Err(e);
             }
         };
@@ -177,8 +164,7 @@ impl LocalNode {
                 if let Some(id) = id {
                     remove_containers(&self.docker, &[id]).await;
                 }
-                crate::tmpfs::unmount_below(&pod_dir);
-                let _ = std::fs::remove_dir_all(&pod_dir);
+                discard_dir(&pod_dir);
                 return Err(e);
             }
         };
@@ -190,6 +176,7 @@ impl LocalNode {
             pod,
             pod_dir,
             volumes: prepared,
+            objects,
             pause_id: pause_id.clone(),
             status: tx,
             ids: std::sync::Mutex::new(vec![("POD".into(), pause_id)]),
@@ -197,6 +184,64 @@ impl LocalNode {
             stop_grace: std::sync::Mutex::new(None),
         });
         Ok(PodRun::spawn(shared))
+    }
+
+    /// Check the spec the node can run and default it (`restartPolicy`, `nodeName`).
+    fn admit(&self, pod: &mut Pod) -> Result<(), NodeError> {
+        let name = pod
+            .metadata
+            .name
+            .clone()
+            .filter(|n| !n.is_empty())
+            .ok_or_else(|| NodeError::Invalid {
+                pod: String::new(),
+                message: "metadata.name is required".into(),
+            })?;
+        let invalid = |message: &str| NodeError::Invalid {
+            pod: name.clone(),
+            message: message.into(),
+        };
+        let spec = pod.spec.as_mut().ok_or_else(|| invalid("spec is required"))?;
+        if spec.containers.is_empty() {
+            return Err(invalid("spec.containers must not be empty"));
+        }
+        match spec.restart_policy.as_deref() {
+            None | Some("Never") => spec.restart_policy = Some("Never".into()),
+            Some(other) => {
+                return Err(NodeError::Unsupported {
+                    pod: name,
+                    what: format!("restartPolicy {other}"),
+                });
+            }
+        }
+        spec.node_name = Some(self.config.node_name.clone());
+        Ok(())
+    }
+
+    /// Every image the pod needs (the pause image too) must be present: no registry is
+    /// reachable.
+    async fn check_images(&self, pod: &Pod) -> Result<(), NodeError> {
+        let mut images: Vec<(String, String)> = Vec::new();
+        for c in pod
+            .spec
+            .iter()
+            .flat_map(|s| s.init_containers.iter().flatten().chain(&s.containers))
+        {
+            let image = c.image.clone().ok_or_else(|| NodeError::Invalid {
+                pod: pod.metadata.name.clone().unwrap_or_default(),
+                message: format!("container {:?} has no image", c.name),
+            })?;
+            images.push((c.name.clone(), image));
+        }
+        images.push(("POD".into(), self.config.pause_image.clone()));
+        for (container, image) in images {
+            match self.docker.inspect_image(&image).await {
+                Ok(_) => {}
+                Err(e) if is_not_found(&e) => return Err(NodeError::ImageMissing { container, image }),
+                Err(e) => return Err(NodeError::docker("inspect image", image, e)),
+            }
+        }
+        Ok(())
     }
 
     async fn create_pause(&self, pod: &Pod) -> Result<String, (Option<String>, NodeError)> {
@@ -264,16 +309,6 @@ impl LocalNode {
     }
 }
 
-/// dockershim's container name: `k8s_<container>_<pod>_<namespace>_<uid>_0`.
-pub(crate) fn docker_name(pod: &Pod, container: &str) -> String {
-    format!(
-        "k8s_{container}_{}_{}_{}_0",
-        pod.metadata.name.as_deref().unwrap_or(""),
-        pod.metadata.namespace.as_deref().unwrap_or("default"),
-        pod.metadata.uid.as_deref().unwrap_or("")
-    )
-}
-
 /// A random RFC 4122 UUID from the kernel, or a time-and-pid one when that is unavailable.
 fn new_uid() -> String {
     std::fs::read_to_string("/proc/sys/kernel/random/uuid")
@@ -288,4 +323,24 @@ fn new_uid() -> String {
                 t.as_nanos() as u64 & 0xffff_ffff_ffff
             )
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_output_names_secrets_but_not_their_values() {
+        let config = NodeConfig {
+            secrets: [(
+                "s3".to_string(),
+                ObjectData::from([("secretKey".to_string(), b"hunter2".to_vec())]),
+            )]
+            .into(),
+            ..Default::default()
+        };
+        let d = format!("{config:?}");
+        assert!(d.contains(r#"secrets: {"s3": ["secretKey"]}"#), "{d}");
+        assert!(!d.contains("104, 117"), "no bytes of the value: {d}");
+    }
 }

@@ -3,9 +3,8 @@
 //! read its volumes, and finally [`PodRun::cleanup`] it, which removes every container
 //! (pause included) and every directory the node made for it.
 
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bollard::Docker;
@@ -13,79 +12,11 @@ use bollard::query_parameters::RemoveContainerOptions;
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
 
 use crate::error::{NodeError, is_not_found};
 use crate::lifecycle;
+use crate::state::{Shared, StopReason};
 use crate::status::is_terminal;
-use crate::volumes::HostVolume;
-
-/// State shared by the handle and the pod's tasks.
-pub(crate) struct Shared {
-    pub docker: Docker,
-    pub node_name: String,
-    pub node_label: String,
-    pub pod: Pod,
-    pub pod_dir: PathBuf,
-    pub volumes: HashMap<String, HostVolume>,
-    pub pause_id: String,
-    pub status: watch::Sender<PodStatus>,
-    /// `(container name, Docker ID)` of every container created, `POD` first.
-    pub ids: Mutex<Vec<(String, String)>>,
-    /// Fired to stop the pod (deletion, deadline, cleanup).
-    pub stop: CancellationToken,
-    /// Grace period requested with the stop, and why.
-    pub stop_grace: Mutex<Option<(Duration, StopReason)>>,
-}
-
-/// Why a pod was stopped before its containers ended by themselves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StopReason {
-    /// `activeDeadlineSeconds` passed (kubelet reason `DeadlineExceeded`).
-    DeadlineExceeded,
-    /// A caller stopped it (a pod deletion).
-    Deleted,
-    /// Evicted as under node pressure (kubelet reason `Evicted`, with [`EVICTED_MESSAGE`]).
-    Evicted,
-}
-
-/// The pod message of an eviction, in the kubelet's wording for memory pressure.
-pub const EVICTED_MESSAGE: &str =
-    "The node was low on resource: memory. Threshold quantity: 100Mi, available: 42Mi. ";
-
-impl Shared {
-    /// IDs of every created container except the pause container.
-    pub fn app_ids(&self) -> Vec<String> {
-        let ids = self.ids.lock().unwrap_or_else(|p| p.into_inner());
-        ids.iter()
-            .filter(|(n, _)| n != "POD")
-            .map(|(_, id)| id.clone())
-            .collect()
-    }
-
-    /// Record a created container.
-    pub fn record(&self, name: &str, id: &str) {
-        self.ids
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push((name.into(), id.into()));
-    }
-
-    /// Request a stop once; later requests keep the first reason.
-    pub fn request_stop(&self, grace: Duration, reason: StopReason) {
-        let mut g = self.stop_grace.lock().unwrap_or_else(|p| p.into_inner());
-        if g.is_none() {
-            *g = Some((grace, reason));
-        }
-        drop(g);
-        self.stop.cancel();
-    }
-
-    /// The stop request, if any.
-    pub fn stop_request(&self) -> Option<(Duration, StopReason)> {
-        *self.stop_grace.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
 
 /// A pod running (or finished) on the local node.
 pub struct PodRun {

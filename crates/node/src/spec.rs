@@ -1,7 +1,7 @@
 //! Turning one Kubernetes container of a pod into a Docker create request, as dockershim
 //! did: `command` → Entrypoint and `args` → Cmd (so an explicit command drops the image's
-//! Cmd), env with `fieldRef`/`resourceFieldRef` resolved and `$(VAR)` references expanded,
-//! volume mounts as bind mounts (subPath directories created like the kubelet does), the
+//! Cmd), env resolved by [`crate::env`] and `$(VAR)` references expanded, container names and
+//! labels, volume mounts as bind mounts (subPath directories created like the kubelet does), the
 //! termination-message file, securityContext user/capabilities/privileged/read-only root,
 //! resource limits, host networking, and the pause container's IPC (and PID, with
 //! `shareProcessNamespace`) namespaces.
@@ -12,11 +12,12 @@ use std::path::{Path, PathBuf};
 use bollard::models::{ContainerCreateBody, HostConfig, Mount, MountType};
 use k8s_openapi::api::core::v1::{Container, Pod};
 
-use crate::downward::field_value;
 use crate::error::NodeError;
 use crate::expand::expand;
+use crate::hostfs::{make_dir, safe_relative};
+use crate::objects::PodObjects;
 use crate::quantity::{cpu_nanos, memory_bytes};
-use crate::volumes::{HostVolume, make_dir, safe_relative};
+use crate::volumes::HostVolume;
 
 /// Label keys dockershim put on containers (what Argo's docker executor looks up).
 pub const LABEL_POD_NAME: &str = "io.kubernetes.pod.name";
@@ -33,7 +34,7 @@ pub const LABEL_NODE: &str = "io.argoexec-rs.node";
 pub const DEFAULT_TERMINATION_PATH: &str = "/dev/termination-log";
 
 /// What a container needs from its pod to be created.
-pub struct PodContext<'a> {
+pub(crate) struct PodContext<'a> {
     /// The pod (with its UID assigned).
     pub pod: &'a Pod,
     /// The node's name (`spec.nodeName`).
@@ -44,8 +45,20 @@ pub struct PodContext<'a> {
     pub pause_id: &'a str,
     /// Prepared volumes by name.
     pub volumes: &'a HashMap<String, HostVolume>,
+    /// The ConfigMaps and Secrets the env may read.
+    pub objects: &'a PodObjects,
     /// Host file bind-mounted as this container's termination-message file.
     pub termination_file: PathBuf,
+}
+
+/// dockershim's container name: `k8s_<container>_<pod>_<namespace>_<uid>_0`.
+pub(crate) fn docker_name(pod: &Pod, container: &str) -> String {
+    format!(
+        "k8s_{container}_{}_{}_{}_0",
+        pod.metadata.name.as_deref().unwrap_or(""),
+        pod.metadata.namespace.as_deref().unwrap_or("default"),
+        pod.metadata.uid.as_deref().unwrap_or("")
+    )
 }
 
 /// The labels for container `name` of `pod`.
@@ -68,11 +81,12 @@ pub fn labels(pod: &Pod, node_label: &str, name: &str) -> HashMap<String, String
 /// The Docker create body for container `c`.
 ///
 /// # Errors
-/// Unsupported env sources or volume mounts, unknown volumes, host I/O failures.
-pub fn create_body(ctx: &PodContext<'_>, c: &Container) -> Result<ContainerCreateBody, NodeError> {
+/// Env refs to missing ConfigMaps/Secrets ([`NodeError::ContainerConfig`]), unsupported
+/// env sources, unknown volumes, host I/O failures.
+pub(crate) fn create_body(ctx: &PodContext<'_>, c: &Container) -> Result<ContainerCreateBody, NodeError> {
     let pod = ctx.pod;
     let pod_name = pod.metadata.name.clone().unwrap_or_default();
-    let env = resolve_env(ctx, c, &pod_name)?;
+    let env = crate::env::resolve(ctx, c)?;
     let lookup: HashMap<&str, &str> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let expand_all = |v: &Option<Vec<String>>| {
         v.as_ref()
@@ -134,67 +148,6 @@ pub fn create_body(ctx: &PodContext<'_>, c: &Container) -> Result<ContainerCreat
         }),
         ..Default::default()
     })
-}
-
-/// Env in declaration order, values resolved; later `$(VAR)` see earlier ones.
-fn resolve_env(ctx: &PodContext<'_>, c: &Container, pod: &str) -> Result<Vec<(String, String)>, NodeError> {
-    if c.env_from.as_ref().is_some_and(|v| !v.is_empty()) {
-        return Err(NodeError::Unsupported {
-            pod: pod.into(),
-            what: format!("container {:?}: envFrom", c.name),
-        });
-    }
-    let mut out: Vec<(String, String)> = Vec::new();
-    for e in c.env.iter().flatten() {
-        let value = if let Some(from) = &e.value_from {
-            if let Some(f) = &from.field_ref {
-                field_value(ctx.pod, ctx.node_name, &f.field_path).ok_or_else(|| NodeError::Unsupported {
-                    pod: pod.into(),
-                    what: format!(
-                        "container {:?}: env {:?} fieldPath {:?}",
-                        c.name, e.name, f.field_path
-                    ),
-                })?
-            } else if let Some(r) = &from.resource_field_ref {
-                resource_value(c, &r.resource)
-            } else {
-                return Err(NodeError::Unsupported {
-                    pod: pod.into(),
-                    what: format!(
-                        "container {:?}: env {:?} from a secret or config map",
-                        c.name, e.name
-                    ),
-                });
-            }
-        } else {
-            let known: HashMap<&str, &str> = out.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-            expand(e.value.as_deref().unwrap_or(""), &known)
-        };
-        out.retain(|(k, _)| k != &e.name);
-        out.push((e.name.clone(), value));
-    }
-    Ok(out)
-}
-
-/// `limits.cpu` (rounded up to whole cores) / `limits.memory` (bytes), as the kubelet gives them.
-fn resource_value(c: &Container, resource: &str) -> String {
-    let limits = c.resources.as_ref().and_then(|r| r.limits.as_ref());
-    let get = |k: &str| limits.and_then(|l| l.get(k)).map(|q| q.0.clone());
-    match resource {
-        "limits.cpu" => get("cpu")
-            .and_then(|q| cpu_nanos(&q))
-            .map(|n| ((n + 999_999_999) / 1_000_000_000).to_string())
-            .unwrap_or_else(|| {
-                std::thread::available_parallelism()
-                    .map_or(1, |n| n.get())
-                    .to_string()
-            }),
-        "limits.memory" => get("memory")
-            .and_then(|q| memory_bytes(&q))
-            .map(|b| b.to_string())
-            .unwrap_or_default(),
-        _ => String::new(),
-    }
 }
 
 fn mounts(ctx: &PodContext<'_>, c: &Container, pod: &str) -> Result<Vec<Mount>, NodeError> {

@@ -1,7 +1,7 @@
 //! The live [`PodStatus`] of a pod on the local node: its initial shape, and the container
 //! state transitions (waiting → running → terminated) built from Docker's view of a
 //! container, with the kubelet's reasons (`Completed`, `Error`, `OOMKilled`,
-//! `ContainerCannotRun`) and termination messages.
+//! `ContainerCannotRun`; waiting `CreateContainerConfigError`) and termination messages.
 
 use bollard::models::ContainerInspectResponse;
 use k8s_openapi::api::core::v1::{
@@ -122,70 +122,77 @@ pub fn set_terminated(
     } else {
         "Error"
     };
-    let started_at = st.and_then(|s| s.started_at.as_deref()).and_then(parse_time);
-    let finished_at = st
-        .and_then(|s| s.finished_at.as_deref())
-        .and_then(parse_time)
-        .or_else(|| Some(now()));
-    let image_id = inspect.and_then(|i| i.image.clone()).unwrap_or_default();
-    terminate(
-        status,
-        name,
-        id,
+    let end = End {
         exit_code,
         reason,
         message,
-        started_at,
-        finished_at,
-        image_id,
-    );
+        started_at: st.and_then(|s| s.started_at.as_deref()).and_then(parse_time),
+        finished_at: st
+            .and_then(|s| s.finished_at.as_deref())
+            .and_then(parse_time)
+            .or_else(|| Some(now())),
+        image_id: inspect.and_then(|i| i.image.clone()).unwrap_or_default(),
+    };
+    terminate(status, name, id, end);
 }
 
 /// Mark container `name` as one that could not run (`ContainerCannotRun`, exit code 128
 /// unless Docker recorded one), with Docker's error as the message.
 pub fn set_cannot_run(status: &mut PodStatus, name: &str, id: &str, exit_code: Option<i64>, message: String) {
-    let code = exit_code.filter(|c| *c != 0).map_or(128, |c| c as i32);
-    terminate(
-        status,
-        name,
-        id,
-        code,
-        "ContainerCannotRun",
-        Some(message),
-        None,
-        Some(now()),
-        String::new(),
-    );
+    let end = End {
+        exit_code: exit_code.filter(|c| *c != 0).map_or(128, |c| c as i32),
+        reason: "ContainerCannotRun",
+        message: Some(message),
+        started_at: None,
+        finished_at: Some(now()),
+        image_id: String::new(),
+    };
+    terminate(status, name, id, end);
 }
 
-#[allow(clippy::too_many_arguments)]
-fn terminate(
-    status: &mut PodStatus,
-    name: &str,
-    id: &str,
+/// Leave container `name` waiting with `reason` and `message`, as the kubelet shows a
+/// container it cannot create (`CreateContainerConfigError`).
+pub fn set_waiting(status: &mut PodStatus, name: &str, reason: &str, message: String) {
+    if let Some(cs) = find(status, name) {
+        cs.ready = false;
+        cs.started = Some(false);
+        cs.state = Some(ContainerState {
+            waiting: Some(ContainerStateWaiting {
+                reason: Some(reason.into()),
+                message: Some(message),
+            }),
+            ..Default::default()
+        });
+    }
+}
+
+/// How a container ended.
+struct End {
     exit_code: i32,
-    reason: &str,
+    reason: &'static str,
     message: Option<String>,
     started_at: Option<Time>,
     finished_at: Option<Time>,
     image_id: String,
-) {
+}
+
+fn terminate(status: &mut PodStatus, name: &str, id: &str, end: End) {
     if let Some(cs) = find(status, name) {
         let container_id = (!id.is_empty()).then(|| format!("docker://{id}"));
         cs.container_id = container_id.clone();
         cs.ready = false;
         cs.started = Some(false);
-        if !image_id.is_empty() {
-            cs.image_id = image_id;
+        if !end.image_id.is_empty() {
+            cs.image_id = end.image_id;
         }
         cs.state = Some(ContainerState {
             terminated: Some(ContainerStateTerminated {
                 container_id,
-                exit_code,
-                reason: Some(reason.into()),
-                message: message.filter(|m| !m.is_empty()),
-                started_at,
-                finished_at,
+                exit_code: end.exit_code,
+                reason: Some(end.reason.into()),
+                message: end.message.filter(|m| !m.is_empty()),
+                started_at: end.started_at,
+                finished_at: end.finished_at,
                 signal: None,
             }),
             ..Default::default()

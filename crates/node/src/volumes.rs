@@ -1,16 +1,19 @@
 //! Pod volumes as host directories: `emptyDir` (a fresh 0777 directory under the pod's state
 //! directory, removed with the pod; a sized tmpfs for `medium: Memory`, [`crate::tmpfs`]),
-//! `hostPath` (the host path itself, created for the `*OrCreate` types, never removed) and `downwardAPI` (files rendered once at pod start).
-//! Other volume types are refused with [`NodeError::Unsupported`].
+//! `hostPath` (the host path itself, created for the `*OrCreate` types, never removed),
+//! `downwardAPI` (files rendered once at pod start) and `configMap`/`secret`
+//! ([`crate::datavolume`]). Other volume types are refused with [`NodeError::Unsupported`].
 
 use std::collections::HashMap;
-use std::os::unix::fs::PermissionsExt;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
-use k8s_openapi::api::core::v1::{Pod, Volume};
+use k8s_openapi::api::core::v1::{DownwardAPIVolumeSource, EmptyDirVolumeSource, Pod, Volume};
 
+use crate::datavolume::{self, DataVolume};
 use crate::downward::field_value;
 use crate::error::NodeError;
+use crate::hostfs::{make_dir, safe_relative, write_file};
+use crate::objects::PodObjects;
 
 /// A volume ready to be bind-mounted.
 #[derive(Debug, Clone)]
@@ -19,20 +22,20 @@ pub struct HostVolume {
     pub path: PathBuf,
     /// Whether the node made it (and removes it with the pod).
     pub owned: bool,
-    /// Mounted read-only regardless of the mount's `readOnly` (downwardAPI).
+    /// Mounted read-only regardless of the mount's `readOnly` (downwardAPI, configMap, secret).
     pub force_read_only: bool,
 }
 
 /// Create every volume of `pod` under `pod_dir/volumes`.
 ///
 /// # Errors
-/// Unsupported volume types, invalid downwardAPI items, host I/O failures.
-pub fn prepare(
+/// Unsupported volume types, invalid items, a missing ConfigMap or Secret
+/// ([`NodeError::Mount`]), host I/O failures.
+pub(crate) fn prepare(
     pod: &Pod,
     node_name: &str,
     pod_dir: &Path,
-    secrets: &std::collections::BTreeMap<String, std::collections::BTreeMap<String, Vec<u8>>>,
-    config_maps: &crate::configmap::ConfigMaps,
+    objects: &PodObjects,
 ) -> Result<HashMap<String, HostVolume>, NodeError> {
     let pod_name = pod.metadata.name.clone().unwrap_or_default();
     let mut out = HashMap::new();
@@ -45,83 +48,15 @@ pub fn prepare(
     {
         let dir = pod_dir.join("volumes").join(&v.name);
         let hv = if let Some(ed) = &v.empty_dir {
-            make_dir(&dir, 0o777)?;
-            if ed.medium.as_deref() == Some("Memory") {
-                let size = ed
-                    .size_limit
-                    .as_ref()
-                    .and_then(|q| crate::quantity::memory_bytes(&q.0));
-                crate::tmpfs::mount(&dir, size)?;
-            }
-            HostVolume {
-                path: dir,
-                owned: true,
-                force_read_only: false,
-            }
+            empty_dir(ed, dir)?
         } else if let Some(hp) = &v.host_path {
             host_path(&pod_name, v, &hp.path, hp.type_.as_deref())?
         } else if let Some(d) = &v.downward_api {
-            make_dir(&dir, 0o755)?;
-            for item in d.items.iter().flatten() {
-                let rel = safe_relative(&item.path).ok_or_else(|| NodeError::Invalid {
-                    pod: pod_name.clone(),
-                    message: format!(
-                        "downwardAPI volume {:?}: item path {:?} must be relative",
-                        v.name, item.path
-                    ),
-                })?;
-                let value = match &item.field_ref {
-                    Some(f) => {
-                        field_value(pod, node_name, &f.field_path).ok_or_else(|| NodeError::Unsupported {
-                            pod: pod_name.clone(),
-                            what: format!("downwardAPI fieldPath {:?}", f.field_path),
-                        })?
-                    }
-                    None => {
-                        return Err(NodeError::Unsupported {
-                            pod: pod_name.clone(),
-                            what: format!("downwardAPI volume {:?} item without fieldRef", v.name),
-                        });
-                    }
-                };
-                let file = dir.join(rel);
-                if let Some(parent) = file.parent() {
-                    make_dir(parent, 0o755)?;
-                }
-                std::fs::write(&file, value).map_err(|e| NodeError::io("write", &file, e))?;
-            }
-            HostVolume {
-                path: dir,
-                owned: true,
-                force_read_only: true,
-            }
-        } else if let Some(sv) = &v.secret {
-            let name = sv.secret_name.clone().unwrap_or_default();
-            let data = secrets.get(&name).ok_or_else(|| NodeError::Invalid {
-                pod: pod_name.clone(),
-                message: format!(
-                    "secret volume {:?}: secret {name:?} does not exist on this node",
-                    v.name
-                ),
-            })?;
-            make_dir(&dir, 0o755)?;
-            let mode = sv.default_mode.map_or(0o644, |m| m.unsigned_abs() & 0o777);
-            for (key, value) in data {
-                let file = dir.join(safe_relative(key).ok_or_else(|| NodeError::Invalid {
-                    pod: pod_name.clone(),
-                    message: format!("secret {name:?}: key {key:?} is not a file name"),
-                })?);
-                std::fs::write(&file, value).map_err(|e| NodeError::io("write", &file, e))?;
-                std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(mode))
-                    .map_err(|e| NodeError::io("chmod", &file, e))?;
-            }
-            HostVolume {
-                path: dir,
-                owned: true,
-                force_read_only: true,
-            }
+            downward_api(pod, node_name, v, d, dir)?
+        } else if let Some(s) = &v.secret {
+            datavolume::prepare(&pod_name, &v.name, &DataVolume::secret(s), &dir, objects)?
         } else if let Some(cm) = &v.config_map {
-            crate::configmap::prepare(&pod_name, v, cm, &dir, config_maps)?
+            datavolume::prepare(&pod_name, &v.name, &DataVolume::config_map(cm), &dir, objects)?
         } else {
             return Err(NodeError::Unsupported {
                 pod: pod_name,
@@ -131,6 +66,58 @@ pub fn prepare(
         out.insert(v.name.clone(), hv);
     }
     Ok(out)
+}
+
+fn empty_dir(ed: &EmptyDirVolumeSource, dir: PathBuf) -> Result<HostVolume, NodeError> {
+    make_dir(&dir, 0o777)?;
+    if ed.medium.as_deref() == Some("Memory") {
+        let size = ed
+            .size_limit
+            .as_ref()
+            .and_then(|q| crate::quantity::memory_bytes(&q.0));
+        crate::tmpfs::mount(&dir, size)?;
+    }
+    Ok(HostVolume {
+        path: dir,
+        owned: true,
+        force_read_only: false,
+    })
+}
+
+fn downward_api(
+    pod: &Pod,
+    node_name: &str,
+    v: &Volume,
+    d: &DownwardAPIVolumeSource,
+    dir: PathBuf,
+) -> Result<HostVolume, NodeError> {
+    let pod_name = || pod.metadata.name.clone().unwrap_or_default();
+    make_dir(&dir, 0o755)?;
+    for item in d.items.iter().flatten() {
+        let rel = safe_relative(&item.path).ok_or_else(|| NodeError::Invalid {
+            pod: pod_name(),
+            message: format!(
+                "downwardAPI volume {:?}: item path {:?} must be relative",
+                v.name, item.path
+            ),
+        })?;
+        let Some(f) = &item.field_ref else {
+            return Err(NodeError::Unsupported {
+                pod: pod_name(),
+                what: format!("downwardAPI volume {:?} item without fieldRef", v.name),
+            });
+        };
+        let value = field_value(pod, node_name, &f.field_path).ok_or_else(|| NodeError::Unsupported {
+            pod: pod_name(),
+            what: format!("downwardAPI fieldPath {:?}", f.field_path),
+        })?;
+        write_file(&dir.join(rel), value.as_bytes(), 0o644)?;
+    }
+    Ok(HostVolume {
+        path: dir,
+        owned: true,
+        force_read_only: true,
+    })
 }
 
 fn host_path(pod: &str, v: &Volume, path: &str, kind: Option<&str>) -> Result<HostVolume, NodeError> {
@@ -164,41 +151,4 @@ fn host_path(pod: &str, v: &Volume, path: &str, kind: Option<&str>) -> Result<Ho
         owned: false,
         force_read_only: false,
     })
-}
-
-/// Create `dir` (and parents) with `mode` on the leaf.
-pub(crate) fn make_dir(dir: &Path, mode: u32) -> Result<(), NodeError> {
-    std::fs::create_dir_all(dir).map_err(|e| NodeError::io("create directory", dir, e))?;
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode))
-        .map_err(|e| NodeError::io("chmod", dir, e))
-}
-
-/// Set the mode of an existing file or directory.
-pub(crate) fn make_dir_mode(path: &Path, mode: u32) -> Result<(), NodeError> {
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
-        .map_err(|e| NodeError::io("chmod", path, e))
-}
-
-/// `p` as a relative path without `..`, or `None`.
-pub(crate) fn safe_relative(p: &str) -> Option<PathBuf> {
-    let path = Path::new(p);
-    let ok = !p.is_empty()
-        && path
-            .components()
-            .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
-    ok.then(|| path.to_path_buf())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn relative_paths_only() {
-        assert!(safe_relative("a/b").is_some());
-        assert!(safe_relative("../a").is_none());
-        assert!(safe_relative("/a").is_none());
-        assert!(safe_relative("a/../../b").is_none());
-        assert!(safe_relative("").is_none());
-    }
 }

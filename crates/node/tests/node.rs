@@ -1,6 +1,8 @@
 //! The local node against the real Docker Engine: init ordering, shared PID namespace,
 //! downward-API env and volumes, subPath, termination messages, deadlines, missing images,
-//! status transitions, and that cleanup leaves no container or directory behind.
+//! status transitions, secret and configMap volumes and env (items, modes, optional, missing
+//! ones), containers the engine refuses, and that cleanup leaves no container or directory
+//! behind.
 
 use std::time::Duration;
 
@@ -286,4 +288,252 @@ async fn stop_is_a_deletion_and_missing_images_create_nothing() {
         .expect("a secret volume of a secret the node does not have");
     assert!(e.to_string().contains("\"s\""), "{e}");
     assert_eq!(std::fs::read_dir(state.path()).unwrap().count(), 0);
+}
+
+/// The whole log (stdout and stderr) of a finished container.
+async fn logs(node: &LocalNode, id: &str) -> String {
+    use futures::StreamExt;
+    let opts = bollard::query_parameters::LogsOptionsBuilder::new()
+        .stdout(true)
+        .stderr(true)
+        .build();
+    let mut s = node.docker().logs(id.trim_start_matches("docker://"), Some(opts));
+    let mut out = String::new();
+    while let Some(frame) = s.next().await {
+        out.push_str(&frame.expect("log stream").to_string());
+    }
+    out
+}
+
+fn data(pairs: &[(&str, &str)]) -> argoexec_node::ObjectData {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.as_bytes().to_vec()))
+        .collect()
+}
+
+/// Secrets of the source (the API store in the node server), one of the node's own
+/// `NodeConfig::secrets`, and a ConfigMap, read by volumes and env.
+fn objects() -> std::sync::Arc<argoexec_node::StaticObjects> {
+    std::sync::Arc::new(argoexec_node::StaticObjects {
+        secrets: [(
+            "creds".to_string(),
+            data(&[("user", "admin"), ("pass", "s3cr3t")]),
+        )]
+        .into(),
+        config_maps: [("cfg".to_string(), data(&[("a", "1")]))].into(),
+    })
+}
+
+#[tokio::test]
+async fn secret_volumes_and_env_come_from_the_objects_with_items_and_modes() {
+    if !docker_ready() {
+        return;
+    }
+    let state = tempfile::tempdir().unwrap();
+    let node = LocalNode::connect(NodeConfig {
+        state_dir: state.path().to_path_buf(),
+        node_label: format!("nodetest-{}-secrets", std::process::id()),
+        secrets: [("node-own".to_string(), data(&[("token", "from-node")]))].into(),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let p = pod(r#"
+metadata: {name: t8}
+spec:
+  volumes:
+    # Modes in decimal, as JSON has them: 288 = 0440, 256 = 0400, 384 = 0600.
+    - {name: items, secret: {secretName: creds, defaultMode: 288, items: [{key: pass, path: sub/p, mode: 256}, {key: user, path: u}]}}
+    - {name: all, secret: {secretName: creds}}
+    - {name: opt, secret: {secretName: gone, optional: true}}
+    - {name: own, secret: {secretName: node-own}}
+    - {name: cm, configMap: {name: cfg, items: [{key: a, path: a.txt, mode: 384}]}}
+  containers:
+    - name: main
+      image: busybox
+      command: [sh, -c]
+      args:
+        - |
+          stat -c '%a %n' /items/sub/p /items/u /all/user /all/pass /cm/a.txt
+          echo "items: $(cat /items/sub/p) $(cat /items/u) $(ls /items | tr '\n' ' ')"
+          echo "opt: $(ls -A /opt | wc -l) own: $(cat /own/token)"
+          grep -c ' /items tmpfs ' /proc/mounts
+          echo "env: $PASS $CREDS_user $CREDS_pass $A $OWN [${MISSING-unset}] [${MISSING_CM-unset}] $(env | grep -c '^GONE_')"
+      env:
+        - {name: PASS, valueFrom: {secretKeyRef: {name: creds, key: pass}}}
+        - {name: A, valueFrom: {configMapKeyRef: {name: cfg, key: a}}}
+        - {name: OWN, valueFrom: {secretKeyRef: {name: node-own, key: token}}}
+        - {name: MISSING, valueFrom: {secretKeyRef: {name: creds, key: nope, optional: true}}}
+        - {name: MISSING_CM, valueFrom: {configMapKeyRef: {name: gone, key: a, optional: true}}}
+      envFrom:
+        - {secretRef: {name: creds}, prefix: CREDS_}
+        - {secretRef: {name: gone, optional: true}, prefix: GONE_}
+      volumeMounts:
+        - {name: items, mountPath: /items}
+        - {name: all, mountPath: /all}
+        - {name: opt, mountPath: /opt}
+        - {name: own, mountPath: /own}
+        - {name: cm, mountPath: /cm}
+"#);
+    let run = node.start_pod_with(p, objects()).await.unwrap();
+    let s = tokio::time::timeout(Duration::from_secs(60), run.finished())
+        .await
+        .expect("pod did not finish");
+    assert_eq!(s.phase.as_deref(), Some("Succeeded"), "{s:?}");
+    let out = logs(&node, run.container_id("main").as_deref().unwrap()).await;
+    finish(&node, run, state.path()).await;
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "400 /items/sub/p",
+            "440 /items/u",
+            "644 /all/user",
+            "644 /all/pass",
+            "600 /cm/a.txt",
+            "items: s3cr3t admin sub u ",
+            "opt: 0 own: from-node",
+            "1",
+            "env: s3cr3t admin s3cr3t 1 from-node [unset] [unset] 0",
+        ],
+        "{out}"
+    );
+}
+
+#[tokio::test]
+async fn missing_secrets_fail_the_pod_with_the_kubelet_message() {
+    if !docker_ready() {
+        return;
+    }
+    let state = tempfile::tempdir().unwrap();
+    let node = node("missing", state.path()).await;
+    for (volume, message) in [
+        (
+            "{secretName: gone}",
+            "pod \"t9\": MountVolume.SetUp failed for volume \"s\" : secret \"gone\" not found",
+        ),
+        (
+            "{secretName: creds, items: [{key: nope, path: n}]}",
+            "pod \"t9\": MountVolume.SetUp failed for volume \"s\" : references non-existent secret key: nope",
+        ),
+    ] {
+        let p = pod(&format!(
+            "metadata: {{name: t9}}\nspec:\n  volumes: [{{name: s, secret: {volume}}}]\n  containers: [{{name: main, image: busybox}}]\n"
+        ));
+        match node.start_pod_with(p, objects()).await {
+            Err(e @ NodeError::Mount { .. }) => assert_eq!(e.to_string(), message),
+            Err(e) => panic!("unexpected error {e}"),
+            Ok(_) => panic!("a pod whose secret volume cannot be made must not start"),
+        }
+        assert!(node.leftover_containers().await.unwrap().is_empty());
+        assert_eq!(std::fs::read_dir(state.path()).unwrap().count(), 0);
+    }
+
+    // An env key that the Secret lacks: the container waits with the kubelet's
+    // CreateContainerConfigError, and the pod ends: nothing is started.
+    let p = pod(r#"
+metadata: {name: t10}
+spec:
+  terminationGracePeriodSeconds: 5
+  containers:
+    - {name: side, image: busybox, command: [sh, -c, 'trap "exit 0" TERM; sleep 600 & wait']}
+    - name: main
+      image: busybox
+      command: ['true']
+      env: [{name: X, valueFrom: {secretKeyRef: {name: creds, key: nope}}}]
+"#);
+    let run = node.start_pod_with(p, objects()).await.unwrap();
+    let s = finish(&node, run, state.path()).await;
+    assert_eq!(s.phase.as_deref(), Some("Failed"), "{s:?}");
+    let waiting = container(&s, "main")
+        .state
+        .as_ref()
+        .unwrap()
+        .waiting
+        .clone()
+        .unwrap();
+    assert_eq!(
+        (waiting.reason.as_deref(), waiting.message.as_deref()),
+        (
+            Some("CreateContainerConfigError"),
+            Some("couldn't find key nope in Secret default/creds")
+        )
+    );
+    assert_eq!(
+        s.message.as_deref(),
+        Some("container \"main\" could not run: couldn't find key nope in Secret default/creds")
+    );
+    assert!(
+        container(&s, "side").container_id.is_none(),
+        "nothing starts once a container cannot be created"
+    );
+}
+
+#[tokio::test]
+async fn containers_the_engine_refuses_fail_the_pod_with_its_message() {
+    if !docker_ready() {
+        return;
+    }
+    let state = tempfile::tempdir().unwrap();
+    let node = node("refused", state.path()).await;
+    // Refused at create: a privileged container with a capability Docker does not know.
+    let p = pod(r#"
+metadata: {name: t11}
+spec:
+  containers:
+    - {name: side, image: busybox, command: [sh, -c, 'sleep 600']}
+    - {name: main, image: busybox, command: ['true'], securityContext: {privileged: true, capabilities: {add: [NOT_A_CAP]}}}
+"#);
+    let run = node.start_pod(p).await.unwrap();
+    let s = finish(&node, run, state.path()).await;
+    assert_eq!(s.phase.as_deref(), Some("Failed"), "{s:?}");
+    let (code, reason, msg) = terminated(&s, "main");
+    assert_eq!((code, reason.as_str()), (128, "ContainerCannotRun"));
+    let msg = msg.unwrap_or_default();
+    assert!(msg.contains("unknown capability: \"CAP_NOT_A_CAP\""), "{msg}");
+    assert_eq!(
+        s.message,
+        Some(format!("container \"main\" could not run: {msg}"))
+    );
+
+    // Refused at start (runc will not mount inside /proc), after the sidecar started: the
+    // sidecar is stopped (TERM, which it traps) and the pod ends instead of running on.
+    let p = pod(r#"
+metadata: {name: t12}
+spec:
+  terminationGracePeriodSeconds: 30
+  volumes: [{name: w, emptyDir: {}}]
+  containers:
+    - {name: side, image: busybox, command: [sh, -c, 'trap "exit 0" TERM; sleep 600 & wait']}
+    - {name: main, image: busybox, command: ['true'], securityContext: {privileged: true}, volumeMounts: [{name: w, mountPath: /proc/x}]}
+"#);
+    let run = node.start_pod(p).await.unwrap();
+    let s = finish(&node, run, state.path()).await;
+    assert_eq!(s.phase.as_deref(), Some("Failed"), "{s:?}");
+    let (_, reason, msg) = terminated(&s, "main");
+    assert_eq!(reason, "ContainerCannotRun");
+    assert!(msg.unwrap_or_default().contains("inside /proc"), "{s:?}");
+    assert_eq!(terminated(&s, "side").0, 0, "the sidecar was stopped with TERM");
+
+    // An init container the engine refuses: the pod fails, nothing else is created.
+    let p = pod(r#"
+metadata: {name: t13}
+spec:
+  initContainers: [{name: init, image: busybox, command: ['true'], securityContext: {capabilities: {add: [NOT_A_CAP]}}}]
+  containers: [{name: main, image: busybox, command: ['true']}]
+"#);
+    let run = node.start_pod(p).await.unwrap();
+    let s = finish(&node, run, state.path()).await;
+    assert_eq!(
+        (s.phase.as_deref(), s.message.as_deref()),
+        (Some("Failed"), Some("init container \"init\" failed"))
+    );
+    assert!(
+        terminated(&s, "init")
+            .2
+            .unwrap_or_default()
+            .contains("CAP_NOT_A_CAP")
+    );
+    assert!(container(&s, "main").container_id.is_none());
 }

@@ -35,6 +35,8 @@ pub(super) fn non_resource(api: &Arc<Api>, path: &str) -> Result<Resp, ApiError>
             resource("pods/exec", "PodExecOptions", true, &["create", "get"], &[]),
             resource("configmaps", "ConfigMap", true,
                 &["create", "delete", "get", "list", "patch", "update", "watch"], &["cm"]),
+            resource("secrets", "Secret", true,
+                &["create", "delete", "get", "list", "patch", "update", "watch"], &[]),
             resource("nodes", "Node", false, &["get", "list"], &["no"]),
             resource("namespaces", "Namespace", false, &["get"], &["ns"]),
             resource("serviceaccounts/token", "TokenRequest", true, &["create"], &[]),
@@ -56,12 +58,22 @@ pub(super) fn non_resource(api: &Arc<Api>, path: &str) -> Result<Resp, ApiError>
             "api/v1": {"serverRelativeURL": "/openapi/v3/api/v1?hash=argoexec1"},
             "apis/argoproj.io/v1alpha1": {"serverRelativeURL": "/openapi/v3/apis/argoproj.io/v1alpha1?hash=argoexec1"},
         }}),
-        "/openapi/v3/api/v1" => openapi_v3("", "v1", "Pod", "/api/v1/namespaces/{namespace}/pods/{name}"),
+        "/openapi/v3/api/v1" => openapi_v3(
+            "",
+            "v1",
+            &[
+                ("Pod", "/api/v1/namespaces/{namespace}/pods/{name}"),
+                ("ConfigMap", "/api/v1/namespaces/{namespace}/configmaps/{name}"),
+                ("Secret", "/api/v1/namespaces/{namespace}/secrets/{name}"),
+            ],
+        ),
         "/openapi/v3/apis/argoproj.io/v1alpha1" => openapi_v3(
             "argoproj.io",
             "v1alpha1",
-            "WorkflowTaskResult",
-            "/apis/argoproj.io/v1alpha1/namespaces/{namespace}/workflowtaskresults/{name}",
+            &[(
+                "WorkflowTaskResult",
+                "/apis/argoproj.io/v1alpha1/namespaces/{namespace}/workflowtaskresults/{name}",
+            )],
         ),
         "/healthz" | "/livez" | "/readyz" => return Ok(full(200, "text/plain; charset=utf-8", "ok")),
         _ => return Err(ApiError::no_route()),
@@ -69,19 +81,26 @@ pub(super) fn non_resource(api: &Arc<Api>, path: &str) -> Result<Resp, ApiError>
     Ok(json_resp(200, &v))
 }
 
-/// A minimal OpenAPI v3 document: just enough for kubectl to see that the PATCH of the
+/// A minimal OpenAPI v3 document: just enough for kubectl to see that the PATCH of each
 /// kind takes `fieldValidation`, so it validates on the server (which accepts any fields)
 /// instead of downloading full schemas for client-side validation.
-fn openapi_v3(group: &str, version: &str, kind: &str, path: &str) -> Value {
-    let gvk = json!({"group": group, "version": version, "kind": kind});
+fn openapi_v3(group: &str, version: &str, kinds: &[(&str, &str)]) -> Value {
     let param = json!({"name": "fieldValidation", "in": "query", "schema": {"type": "string"}});
+    let paths: serde_json::Map<String, Value> = kinds
+        .iter()
+        .map(|(kind, path)| {
+            let gvk = json!({"group": group, "version": version, "kind": kind});
+            let ops = json!({
+                "get": {"x-kubernetes-group-version-kind": gvk, "responses": {}},
+                "patch": {"x-kubernetes-group-version-kind": gvk, "parameters": [param], "responses": {}}
+            });
+            ((*path).to_string(), ops)
+        })
+        .collect();
     json!({
         "openapi": "3.0.0",
         "info": {"title": "argoexec local node", "version": "v1.33.0"},
-        "paths": {path: {
-            "get": {"x-kubernetes-group-version-kind": gvk, "responses": {}},
-            "patch": {"x-kubernetes-group-version-kind": gvk, "parameters": [param], "responses": {}}
-        }},
+        "paths": paths,
         "components": {"schemas": {}}
     })
 }

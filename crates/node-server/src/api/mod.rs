@@ -1,8 +1,7 @@
 //! The API-server-compatible endpoint: authentication (bearer tokens), RBAC authorization
 //! with the real `Forbidden` messages, request counting, and routing to the handlers of
-//! pods, workflow task results, ConfigMaps, discovery and the node's own debug paths.
+//! pods, workflow task results, ConfigMaps, Secrets, discovery and the node's own debug paths.
 
-mod configmaps;
 mod discovery;
 mod objects;
 mod pods;
@@ -233,9 +232,10 @@ impl Api {
         match (t.group.as_str(), t.version.as_str(), t.resource.as_str()) {
             ("", "v1", "pods") => pods::handle(self, req, t, verb, q).await,
             ("argoproj.io", "v1alpha1", "workflowtaskresults") => {
-                objects::task_results(self, req, t, verb, q).await
+                objects::handle(self, req, t, verb, q, &objects::TASK_RESULTS).await
             }
-            ("", "v1", "configmaps") => configmaps::handle(self, req, t, verb, q).await,
+            ("", "v1", "configmaps") => objects::handle(self, req, t, verb, q, &objects::CONFIG_MAPS).await,
+            ("", "v1", "secrets") => objects::handle(self, req, t, verb, q, &objects::SECRETS).await,
             ("", "v1", "nodes") => discovery::nodes(&self, &t),
             ("", "v1", "namespaces") => discovery::namespace(&t),
             ("", "v1", "serviceaccounts") if t.subresource.as_deref() == Some("token") => {

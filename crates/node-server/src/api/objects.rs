@@ -1,16 +1,18 @@
-//! Handlers shared by the stored kinds (list, get, patch, delete) and the
-//! `argoproj.io/v1alpha1` `workflowtaskresults` resource built from them.
+//! Handlers shared by the stored kinds (list, get, patch), and [`handle`]: the whole
+//! create/get/list/watch/update/patch/delete resource of a kind described by its [`Rules`]
+//! — `argoproj.io/v1alpha1` `workflowtaskresults`, `v1` `configmaps` and `secrets`.
 
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 
 use super::{Api, Target, table, watch};
+use crate::configdata::{configmaps, secrets};
 use crate::http::{Query, Req, Resp, json as json_resp, read_body};
 use crate::patch::{self, PatchType};
 use crate::selector::Selector;
-use crate::status::{ApiError, Resource, TASK_RESULTS};
-use crate::store::Kind;
+use crate::status::{ApiError, Resource};
+use crate::store::{Kind, assign_name, check_namespace};
 
 /// Largest accepted request body.
 pub(super) const MAX_BODY: usize = 3 * 1024 * 1024;
@@ -174,90 +176,159 @@ pub(super) async fn create_body(req: Req, kind: &str, api_version: &str) -> Resu
     Ok(body)
 }
 
-/// `workflowtaskresults`: create, get, list, watch, patch, update, delete.
-pub(super) async fn task_results(
+/// What differs between the kinds [`handle`] serves.
+pub(super) struct Rules {
+    /// The kind.
+    pub kind: Kind,
+    /// Check (and normalise) an object about to be stored by a create, update or patch.
+    pub admit: fn(&mut Value) -> Result<(), ApiError>,
+    /// Check that a stored object may become another (immutable fields).
+    pub change: fn(&Value, &Value) -> Result<(), ApiError>,
+    /// An update must name the version it replaces (custom resources); core kinds allow
+    /// an unconditional one.
+    pub update_needs_version: bool,
+    /// `deletecollection` is served.
+    pub delete_collection: bool,
+}
+
+fn accept(_: &mut Value) -> Result<(), ApiError> {
+    Ok(())
+}
+
+fn any_change(_: &Value, _: &Value) -> Result<(), ApiError> {
+    Ok(())
+}
+
+/// `workflowtaskresults`: stored as sent.
+pub(super) const TASK_RESULTS: Rules = Rules {
+    kind: Kind::TaskResult,
+    admit: accept,
+    change: any_change,
+    update_needs_version: true,
+    delete_collection: true,
+};
+
+/// `configmaps` ([`configmaps::admit`]).
+pub(super) const CONFIG_MAPS: Rules = Rules {
+    kind: Kind::ConfigMap,
+    admit: configmaps::admit,
+    change: configmaps::change,
+    update_needs_version: false,
+    delete_collection: false,
+};
+
+/// `secrets` ([`secrets::admit`]: `stringData` merged, `type` defaulted).
+pub(super) const SECRETS: Rules = Rules {
+    kind: Kind::Secret,
+    admit: secrets::admit,
+    change: secrets::change,
+    update_needs_version: false,
+    delete_collection: false,
+};
+
+/// Route one request of the kind `rules` describe.
+pub(super) async fn handle(
     api: Arc<Api>,
     req: Req,
     t: Target,
     verb: &'static str,
     q: Query,
+    rules: &'static Rules,
 ) -> Result<Resp, ApiError> {
-    let kind = Kind::TaskResult;
+    let kind = rules.kind;
     let ns = t.namespace.clone();
     match (verb, ns.as_deref(), t.name.as_deref(), t.subresource.as_deref()) {
         ("list" | "watch", _, None, None) => list_or_watch(&api, &req, kind, &t, verb, &q),
         ("get", Some(ns), Some(n), None) => get(&api, &req, kind, ns, n),
-        ("create", Some(ns), None, None) => {
-            let mut body = create_body(req, "WorkflowTaskResult", "argoproj.io/v1alpha1").await?;
-            let name = match body["metadata"]["name"].as_str().filter(|n| !n.is_empty()) {
-                Some(n) => n.to_string(),
-                None => match body["metadata"]["generateName"].as_str() {
-                    Some(g) => format!("{g}{}", &crate::store::new_uid()[..5]),
-                    None => {
-                        return Err(ApiError::invalid(
-                            &TASK_RESULTS,
-                            "",
-                            "metadata.name",
-                            "Required value: name or generateName is required",
-                        ));
-                    }
-                },
-            };
-            body["metadata"]["name"] = json!(name);
-            let o = api.store.create(kind, ns, body)?;
-            Ok(json_resp(201, &o))
+        ("create", Some(ns), None, None) => create(&api, req, rules, ns).await,
+        ("update", Some(ns), Some(n), None) => update(&api, req, rules, ns, n).await,
+        ("patch", Some(ns), Some(n), None) => {
+            patch(&api, req, kind, ns, n, |before, after| {
+                (rules.admit)(after)?;
+                (rules.change)(before, after)
+            })
+            .await
         }
-        ("patch", Some(ns), Some(n), None) => patch(&api, req, kind, ns, n, |_, _| Ok(())).await,
-        ("update", Some(ns), Some(n), None) => {
-            let body = object_body(req).await?;
-            let o = api.store.update(kind, ns, n, |o| {
-                match body["metadata"]["resourceVersion"].as_str() {
-                    None => {
-                        return Err(ApiError::invalid(
-                            &TASK_RESULTS,
-                            n,
-                            "metadata.resourceVersion",
-                            "Invalid value: 0x0: must be specified for an update",
-                        ));
-                    }
-                    Some(rv) if Some(rv) != o["metadata"]["resourceVersion"].as_str() => {
-                        return Err(ApiError::conflict(&TASK_RESULTS, n));
-                    }
-                    Some(_) => {}
-                }
-                *o = body.clone();
-                Ok(())
-            })?;
-            Ok(json_resp(200, &o))
-        }
-        ("delete", Some(ns), Some(n), None) => {
-            let o = api
-                .store
-                .delete(kind, ns, n)
-                .ok_or_else(|| ApiError::not_found(&TASK_RESULTS, n))?;
-            Ok(json_resp(
-                200,
-                &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
-                        "details": {"name": n, "group": "argoproj.io", "kind": "workflowtaskresults", "uid": o["metadata"]["uid"]}}),
-            ))
-        }
-        ("deletecollection", Some(ns), None, None) => {
-            let (labels, fields) = selectors(&q)?;
-            let (items, _) = api.store.list(kind, Some(ns));
-            let mut gone = Vec::new();
-            for o in items
-                .into_iter()
-                .filter(|o| labels.matches(o) && fields.matches(o))
-            {
-                if let Some(n) = o["metadata"]["name"].as_str() {
-                    gone.extend(api.store.delete(kind, ns, n).map(|o| (*o).clone()));
-                }
-            }
-            Ok(json_resp(
-                200,
-                &json!({"kind": "WorkflowTaskResultList", "apiVersion": "argoproj.io/v1alpha1", "metadata": {}, "items": gone}),
-            ))
+        ("delete", Some(ns), Some(n), None) => delete(&api, kind, ns, n),
+        ("deletecollection", Some(ns), None, None) if rules.delete_collection => {
+            delete_collection(&api, kind, ns, &q)
         }
         _ => Err(ApiError::method_not_allowed(verb)),
     }
+}
+
+async fn create(api: &Arc<Api>, req: Req, rules: &Rules, ns: &str) -> Result<Resp, ApiError> {
+    let (api_version, kind_name) = rules.kind.type_meta();
+    let mut body = create_body(req, kind_name, api_version).await?;
+    check_namespace(&body, ns)?;
+    assign_name(&mut body, &rules.kind.resource())?;
+    (rules.admit)(&mut body)?;
+    let o = api.store.create(rules.kind, ns, body)?;
+    Ok(json_resp(201, &o))
+}
+
+async fn update(api: &Arc<Api>, req: Req, rules: &Rules, ns: &str, name: &str) -> Result<Resp, ApiError> {
+    let res = rules.kind.resource();
+    let mut body = object_body(req).await?;
+    check_namespace(&body, ns)?;
+    if body["metadata"]["name"].as_str() != Some(name) {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({}) does not match the name on the URL ({name})",
+            body["metadata"]["name"].as_str().unwrap_or("")
+        )));
+    }
+    (rules.admit)(&mut body)?;
+    let o = api.store.update(rules.kind, ns, name, |o| {
+        match body["metadata"]["resourceVersion"].as_str() {
+            None if rules.update_needs_version => {
+                return Err(ApiError::invalid(
+                    &res,
+                    name,
+                    "metadata.resourceVersion",
+                    "Invalid value: 0x0: must be specified for an update",
+                ));
+            }
+            Some(rv) if Some(rv) != o["metadata"]["resourceVersion"].as_str() => {
+                return Err(ApiError::conflict(&res, name));
+            }
+            _ => {}
+        }
+        (rules.change)(o, &body)?;
+        *o = body.clone();
+        Ok(())
+    })?;
+    Ok(json_resp(200, &o))
+}
+
+fn delete(api: &Arc<Api>, kind: Kind, ns: &str, name: &str) -> Result<Resp, ApiError> {
+    let res = kind.resource();
+    let o = api
+        .store
+        .delete(kind, ns, name)
+        .ok_or_else(|| ApiError::not_found(&res, name))?;
+    let mut details = res.details(name);
+    details["uid"] = o["metadata"]["uid"].clone();
+    Ok(json_resp(
+        200,
+        &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}),
+    ))
+}
+
+fn delete_collection(api: &Arc<Api>, kind: Kind, ns: &str, q: &Query) -> Result<Resp, ApiError> {
+    let (labels, fields) = selectors(q)?;
+    let (items, _) = api.store.list(kind, Some(ns));
+    let mut gone = Vec::new();
+    for o in items
+        .into_iter()
+        .filter(|o| labels.matches(o) && fields.matches(o))
+    {
+        if let Some(n) = o["metadata"]["name"].as_str() {
+            gone.extend(api.store.delete(kind, ns, n).map(|o| (*o).clone()));
+        }
+    }
+    let (api_version, kind_name) = kind.type_meta();
+    Ok(json_resp(
+        200,
+        &json!({"kind": format!("{kind_name}List"), "apiVersion": api_version, "metadata": {}, "items": gone}),
+    ))
 }

@@ -1,5 +1,6 @@
 //! `meta.k8s.io/v1` `Table` responses, which kubectl asks for to print `get` output
-//! (`NAME READY STATUS RESTARTS AGE` for pods, `NAME AGE` otherwise).
+//! (`NAME READY STATUS RESTARTS AGE` for pods, `NAME TYPE DATA AGE` for secrets,
+//! `NAME DATA AGE` for config maps, `NAME AGE` for task results).
 
 use serde_json::{Value, json};
 
@@ -7,78 +8,74 @@ use crate::store::Kind;
 
 /// A table of `items` (rows carry the objects' metadata as `PartialObjectMetadata`).
 pub(super) fn table(kind: Kind, items: &[Value], rv: Option<u64>) -> Value {
-    let col = |name: &str, ty: &str, format: &str, desc: &str| json!({"name": name, "type": ty, "format": format, "description": desc, "priority": 0});
-    let columns = match kind {
-        Kind::Pod => vec![
-            col(
-                "Name",
-                "string",
-                "name",
-                "Name must be unique within a namespace.",
-            ),
-            col(
-                "Ready",
-                "string",
-                "",
-                "The aggregate readiness state of this pod for accepting traffic.",
-            ),
-            col(
-                "Status",
-                "string",
-                "",
-                "The aggregate status of the containers in this pod.",
-            ),
-            col(
-                "Restarts",
-                "string",
-                "",
-                "The number of times the containers in this pod have been restarted.",
-            ),
-            col(
-                "Age",
-                "string",
-                "",
-                "CreationTimestamp is a timestamp representing the server time when this object was created.",
-            ),
-        ],
-        Kind::TaskResult | Kind::ConfigMap => vec![
-            col(
-                "Name",
-                "string",
-                "name",
-                "Name must be unique within a namespace.",
-            ),
-            col(
-                "Age",
-                "string",
-                "",
-                "CreationTimestamp is a timestamp representing the server time when this object was created.",
-            ),
-        ],
-    };
     let rows: Vec<Value> = items
         .iter()
         .map(|o| {
-            let name = o["metadata"]["name"].clone();
-            let age = age(o["metadata"]["creationTimestamp"].as_str().unwrap_or(""));
-            let cells = match kind {
-                Kind::Pod => {
-                    let cs = o["status"]["containerStatuses"].as_array().cloned().unwrap_or_default();
-                    let total = o["spec"]["containers"].as_array().map_or(0, Vec::len);
-                    let ready = cs.iter().filter(|c| c["ready"] == true).count();
-                    let status = pod_status(o);
-                    json!([name, format!("{ready}/{total}"), status, "0", age])
-                }
-                Kind::TaskResult | Kind::ConfigMap => json!([name, age]),
-            };
-            json!({"cells": cells, "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": o["metadata"]}})
+            json!({"cells": cells(kind, o), "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": o["metadata"]}})
         })
         .collect();
     let mut meta = json!({});
     if let Some(rv) = rv {
         meta["resourceVersion"] = json!(rv.to_string());
     }
-    json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": meta, "columnDefinitions": columns, "rows": rows})
+    json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": meta, "columnDefinitions": columns(kind), "rows": rows})
+}
+
+/// The columns of `kind`, as the API server defines them.
+fn columns(kind: Kind) -> Vec<Value> {
+    let col = |name: &str, format: &str, desc: &str| json!({"name": name, "type": "string", "format": format, "description": desc, "priority": 0});
+    let name = col("Name", "name", "Name must be unique within a namespace.");
+    let age = col(
+        "Age",
+        "",
+        "CreationTimestamp is a timestamp representing the server time when this object was created.",
+    );
+    let data = col("Data", "", "Number of keys.");
+    match kind {
+        Kind::Pod => vec![
+            name,
+            col(
+                "Ready",
+                "",
+                "The aggregate readiness state of this pod for accepting traffic.",
+            ),
+            col(
+                "Status",
+                "",
+                "The aggregate status of the containers in this pod.",
+            ),
+            col(
+                "Restarts",
+                "",
+                "The number of times the containers in this pod have been restarted.",
+            ),
+            age,
+        ],
+        Kind::Secret => vec![name, col("Type", "", "The type of the secret."), data, age],
+        Kind::ConfigMap => vec![name, data, age],
+        Kind::TaskResult => vec![name, age],
+    }
+}
+
+/// One row's cells.
+fn cells(kind: Kind, o: &Value) -> Value {
+    let name = o["metadata"]["name"].clone();
+    let age = age(o["metadata"]["creationTimestamp"].as_str().unwrap_or(""));
+    let keys = |field: &str| o[field].as_object().map_or(0, serde_json::Map::len);
+    match kind {
+        Kind::Pod => {
+            let cs = o["status"]["containerStatuses"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            let total = o["spec"]["containers"].as_array().map_or(0, Vec::len);
+            let ready = cs.iter().filter(|c| c["ready"] == true).count();
+            json!([name, format!("{ready}/{total}"), pod_status(o), "0", age])
+        }
+        Kind::Secret => json!([name, o["type"], keys("data"), age]),
+        Kind::ConfigMap => json!([name, keys("data") + keys("binaryData"), age]),
+        Kind::TaskResult => json!([name, age]),
+    }
 }
 
 /// kubectl's STATUS column: a waiting or terminated reason, `Terminating`, or the phase.

@@ -1,126 +1,61 @@
-//! `v1` `ConfigMap`s: stored like the other kinds, validated as the API server validates
-//! them (a DNS-subdomain name, keys that are file names, `binaryData` in base64, at most
-//! 1 MiB of data), and handed to the node when a pod with `configMap` volumes starts
-//! ([`for_pod`]). The pod builder offloads templates too large for `ARGO_TEMPLATE` to one.
+//! `v1` `ConfigMap`s, checked as the API server checks them: a DNS-subdomain name, keys
+//! that are file names in `data` and `binaryData` (not in both), `binaryData` in base64, at
+//! most 1 MiB of data; `immutable` ones keep their data. The pod builder offloads templates
+//! too large for `ARGO_TEMPLATE` to one.
 
-use std::collections::BTreeMap;
-
-use argoexec_node::ConfigMaps;
-use base64::Engine;
-use k8s_openapi::api::core::v1::Pod;
+use argoexec_node::ObjectData;
 use serde_json::Value;
 
-use crate::status::{ApiError, Resource};
-use crate::store::{Kind, Store};
+use super::{check_key, check_name, check_size, decode_base64, keep_immutable, string_map};
+use crate::status::{ApiError, CONFIG_MAPS};
 
-/// Core `configmaps`.
-pub const CONFIG_MAPS: Resource = Resource {
-    group: "",
-    plural: "configmaps",
-    kind: "ConfigMap",
-};
-
-/// Most bytes of `data` and `binaryData` together.
-pub const MAX_DATA: usize = 1024 * 1024;
-
-/// Check a ConfigMap body as the API server would; returns its name.
+/// Check a ConfigMap about to be stored (create, update, patch).
 ///
 /// # Errors
-/// 422 `Invalid` naming the field.
-pub fn validate(obj: &Value) -> Result<String, ApiError> {
-    let name = obj["metadata"]["name"].as_str().unwrap_or("").to_string();
-    let invalid = |field: &str, detail: &str| ApiError::invalid(&CONFIG_MAPS, &name, field, detail);
-    if !is_subdomain(&name) {
-        return Err(invalid(
-            "metadata.name",
-            &format!(
-                "Invalid value: {name:?}: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric \
-                 characters, '-' or '.', and must start and end with an alphanumeric character"
-            ),
-        ));
-    }
+/// 422 `Invalid` naming the field; 400 for values the decoder refuses.
+pub(crate) fn admit(obj: &mut Value) -> Result<(), ApiError> {
+    let res = &CONFIG_MAPS;
+    let name = check_name(res, obj)?;
     let mut size = 0;
-    for (field, binary) in [("data", false), ("binaryData", true)] {
-        let map = match &obj[field] {
-            Value::Null => continue,
-            Value::Object(m) => m,
-            _ => return Err(invalid(field, "Invalid value: must be a map of strings")),
-        };
-        for (k, v) in map {
-            if !is_config_key(k) {
-                return Err(invalid(
-                    &format!("{field}[{k}]"),
-                    "Invalid value: a valid config key must consist of alphanumeric characters, '-', '_' or '.'",
-                ));
-            }
-            let s = v
-                .as_str()
-                .ok_or_else(|| invalid(&format!("{field}[{k}]"), "Invalid value: must be a string"))?;
-            size += if binary {
-                base64::engine::general_purpose::STANDARD
-                    .decode(s)
-                    .map_err(|_| invalid(&format!("{field}[{k}]"), "Invalid value: not base64"))?
-                    .len()
-            } else {
-                s.len()
-            };
+    let data = string_map(res, obj, "data")?;
+    for (k, v) in &data {
+        check_key(res, &name, "data", k)?;
+        size += v.len();
+    }
+    for (k, v) in string_map(res, obj, "binaryData")? {
+        check_key(res, &name, "binaryData", k)?;
+        if data.iter().any(|(d, _)| *d == k) {
+            return Err(ApiError::invalid(
+                res,
+                &name,
+                "binaryData",
+                &format!("Invalid value: {k:?}: duplicate of key present in data"),
+            ));
         }
+        size += decode_base64(res, v)?.len();
     }
-    if size > MAX_DATA {
-        return Err(invalid(
-            "[]",
-            &format!("Too long: must have at most {MAX_DATA} bytes"),
-        ));
-    }
-    Ok(name)
+    check_size(res, &name, "[]", size)
 }
 
-/// The stored ConfigMaps that `pod`'s `configMap` volumes name (in `ns`), with `data` and
-/// `binaryData` merged; names not found are left out (the node then fails the pod, or
-/// mounts an empty directory for an optional volume).
-pub fn for_pod(store: &Store, ns: &str, pod: &Pod) -> ConfigMaps {
-    let mut out = ConfigMaps::new();
-    let names = pod
-        .spec
-        .iter()
-        .flat_map(|s| s.volumes.iter().flatten())
-        .filter_map(|v| v.config_map.as_ref().map(|c| c.name.clone()));
-    for name in names {
-        let Some(o) = store.get(Kind::ConfigMap, ns, &name) else {
-            continue;
-        };
-        let mut data = BTreeMap::new();
-        for (k, v) in o["data"].as_object().into_iter().flatten() {
-            data.insert(k.clone(), v.as_str().unwrap_or("").as_bytes().to_vec());
-        }
-        for (k, v) in o["binaryData"].as_object().into_iter().flatten() {
-            let bytes = base64::engine::general_purpose::STANDARD
-                .decode(v.as_str().unwrap_or(""))
-                .unwrap_or_default();
-            data.insert(k.clone(), bytes);
-        }
-        out.insert(name, data);
+/// Whether a stored ConfigMap may become `after`.
+///
+/// # Errors
+/// 422 when an `immutable` one would change.
+pub(crate) fn change(before: &Value, after: &Value) -> Result<(), ApiError> {
+    keep_immutable(&CONFIG_MAPS, before, after, &["data", "binaryData"])
+}
+
+/// The data of a stored ConfigMap: `data` and `binaryData` (decoded) together.
+pub(crate) fn data(o: &Value) -> ObjectData {
+    let mut out = ObjectData::new();
+    for (k, v) in o["data"].as_object().into_iter().flatten() {
+        out.insert(k.clone(), v.as_str().unwrap_or("").as_bytes().to_vec());
+    }
+    for (k, v) in o["binaryData"].as_object().into_iter().flatten() {
+        let bytes = decode_base64(&CONFIG_MAPS, v.as_str().unwrap_or("")).unwrap_or_default();
+        out.insert(k.clone(), bytes);
     }
     out
-}
-
-fn is_subdomain(n: &str) -> bool {
-    let ok = |c: u8| c.is_ascii_lowercase() || c.is_ascii_digit();
-    let b = n.as_bytes();
-    !b.is_empty()
-        && b.len() <= 253
-        && ok(b[0])
-        && ok(b[b.len() - 1])
-        && b.iter().all(|c| ok(*c) || *c == b'-' || *c == b'.')
-}
-
-fn is_config_key(k: &str) -> bool {
-    !k.is_empty()
-        && k.len() <= 253
-        && k != "."
-        && k != ".."
-        && k.bytes()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
 }
 
 #[cfg(test)]
@@ -130,51 +65,44 @@ mod tests {
 
     #[test]
     fn validation_follows_the_api_server() {
-        assert_eq!(
-            validate(&json!({"metadata": {"name": "wf-1-template"}, "data": {"template": "{}"}})).unwrap(),
-            "wf-1-template"
-        );
-        for (o, needle) in [
-            (json!({"metadata": {"name": "Bad_Name"}}), "metadata.name"),
+        admit(&mut json!({"metadata": {"name": "wf-1-template"}, "data": {"template": "{}"}})).unwrap();
+        for (mut o, code, needle) in [
+            (json!({"metadata": {"name": "Bad_Name"}}), 422, "metadata.name"),
             (
                 json!({"metadata": {"name": "c"}, "data": {"../x": "v"}}),
+                422,
                 "data[../x]",
             ),
             (
                 json!({"metadata": {"name": "c"}, "data": {"k": 1}}),
-                "must be a string",
+                400,
+                "values must be strings",
             ),
             (
                 json!({"metadata": {"name": "c"}, "binaryData": {"k": "%%"}}),
-                "not base64",
+                400,
+                "illegal base64 data",
             ),
             (
-                json!({"metadata": {"name": "c"}, "data": {"k": "x".repeat(MAX_DATA + 1)}}),
-                "at most 1048576 bytes",
+                json!({"metadata": {"name": "c"}, "data": {"k": "a"}, "binaryData": {"k": "YQ=="}}),
+                422,
+                "duplicate of key present in data",
+            ),
+            (
+                json!({"metadata": {"name": "c"}, "data": {"k": "x".repeat(super::super::MAX_DATA + 1)}}),
+                422,
+                "[]: Too long: must have at most 1048576 bytes",
             ),
         ] {
-            let e = validate(&o).unwrap_err();
-            assert!(e.code == 422 && e.message.contains(needle), "{}", e.message);
+            let e = admit(&mut o).unwrap_err();
+            assert!(e.code == code && e.message.contains(needle), "{}", e.message);
         }
     }
 
     #[test]
-    fn pods_get_the_maps_their_volumes_name() {
-        let store = Store::new(10);
-        store
-            .create(
-                Kind::ConfigMap,
-                "ns",
-                json!({"metadata": {"name": "c"}, "data": {"a": "1"}, "binaryData": {"b": "AAE="}}),
-            )
-            .unwrap();
-        let pod: Pod = serde_json::from_value(json!({"spec": {"containers": [], "volumes": [
-            {"name": "v", "configMap": {"name": "c"}}, {"name": "w", "configMap": {"name": "gone"}}]}}))
-        .unwrap();
-        let maps = for_pod(&store, "ns", &pod);
-        assert_eq!(maps.len(), 1);
-        assert_eq!(maps["c"]["a"], b"1");
-        assert_eq!(maps["c"]["b"], [0, 1]);
-        assert!(for_pod(&store, "other", &pod).is_empty());
+    fn data_and_binary_data_together() {
+        let o = json!({"metadata": {"name": "c"}, "data": {"a": "1"}, "binaryData": {"b": "AAE="}});
+        let d = data(&o);
+        assert_eq!((d["a"].as_slice(), d["b"].as_slice()), (&b"1"[..], &[0u8, 1][..]));
     }
 }
