@@ -15,9 +15,22 @@ pub enum Format {
     Json,
 }
 
+/// The filter directive for an Argo log level. Argo v3 passes logrus levels (`warning`,
+/// `fatal`, `panic`, …), v4 slog's four (`debug`, `info`, `warn`, `error`); each becomes the
+/// nearest tracing level. Anything else is taken as a tracing filter directive.
+pub fn level_directive(level: &str) -> String {
+    match level.trim().to_ascii_lowercase().as_str() {
+        "warning" | "warn" => "warn".into(),
+        "fatal" | "panic" | "error" => "error".into(),
+        l @ ("trace" | "debug" | "info") => l.into(),
+        _ => level.to_string(),
+    }
+}
+
 /// Install the global subscriber (stderr).
 pub fn init(level: &str, format: Format) {
-    let filter = EnvFilter::try_from_env("RUST_LOG").unwrap_or_else(|_| EnvFilter::new(level));
+    let filter =
+        EnvFilter::try_from_env("RUST_LOG").unwrap_or_else(|_| EnvFilter::new(level_directive(level)));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -31,4 +44,27 @@ pub fn init(level: &str, format: Format) {
             .with_current_span(false)
             .try_init(),
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn argo_levels_of_every_version() {
+        for (argo, ours) in [
+            ("warning", "warn"),
+            ("warn", "warn"),
+            ("WARN", "warn"),
+            ("fatal", "error"),
+            ("panic", "error"),
+            ("error", "error"),
+            ("info", "info"),
+            ("debug", "debug"),
+            ("trace", "trace"),
+        ] {
+            assert_eq!(level_directive(argo), ours, "{argo}");
+        }
+        assert_eq!(level_directive("argoexec=debug"), "argoexec=debug");
+    }
 }

@@ -2,7 +2,8 @@
 //! or docker step creates a WorkflowTaskResult (`report-outputs-completed` false → true for
 //! the emissary; one write with `true` for the v3.3 executors)
 //! that `argoexec run` reads back; with `create` on task results missing from the pod's
-//! RBAC, the outputs still arrive through the pod-annotation fallback.
+//! RBAC, the outputs of a ≤ v3.5 pod still arrive through the pod-annotation fallback, and a
+//! v3.6+ pod's step fails naming the missing rule (those controllers read no annotation).
 
 mod run_support;
 
@@ -78,7 +79,14 @@ subjects: [{kind: ServiceAccount, name: default, namespace: default}]
     .unwrap();
     let dir = rbac.path().to_str().unwrap();
     for ex in only(&EXECUTORS) {
-        let r = run_file(&example("script-result.yaml"), ex, &["--rbac", dir], None);
+        // The fallback is v3.3's and v3.5's (the legacy executors are v3.3 only).
+        let version = if ex == "emissary" { "3.5" } else { "3.3" };
+        let r = run_file(
+            &example("script-result.yaml"),
+            ex,
+            &["--rbac", dir, "--argo-version", version],
+            None,
+        );
         assert_eq!(r.phase(), "Succeeded", "{ex}: {}", r.dump());
         assert_eq!(r.json["report"]["via"], "pod annotation", "{ex}: {}", r.dump());
         assert!(labels(&r).is_empty(), "no task result was written: {}", r.dump());
@@ -101,7 +109,7 @@ fn no_reporting_rights_at_all_is_a_step_error_naming_both_failures() {
     let r = run_file(
         &example("script-result.yaml"),
         "emissary",
-        &["--rbac", rbac.path().to_str().unwrap()],
+        &["--rbac", rbac.path().to_str().unwrap(), "--argo-version", "3.5"],
         None,
     );
     assert_eq!(r.json["report"]["via"], "none", "{}", r.dump());
@@ -158,4 +166,37 @@ spec:
         assert_eq!(labels(&r), expected_labels(ex), "{ex}: {}", r.dump());
         assert_eq!(r.result(), Some("rotated"), "{ex}: {}", r.dump());
     }
+}
+
+/// A v3.6+ pod (the default, 4.1) has no annotation fallback: a 403 on the task result is a
+/// step error naming the rule to add, and the pod is never patched.
+#[test]
+fn a_4_1_pod_without_task_result_rights_names_the_missing_rule() {
+    if !docker_available() {
+        return;
+    }
+    let rbac = tempfile::tempdir().unwrap();
+    std::fs::write(rbac.path().join("none.yaml"), "").unwrap();
+    let r = run_file(
+        &example("script-result.yaml"),
+        "emissary",
+        &["--rbac", rbac.path().to_str().unwrap()],
+        None,
+    );
+    assert_eq!(r.json["report"]["via"], "none", "{}", r.dump());
+    assert_eq!(r.phase(), "Error", "{}", r.dump());
+    let m = r.message();
+    assert!(
+        m.contains("lacks the rule `create` on `workflowtaskresults.argoproj.io`")
+            && !m.contains("fallback to the pod annotation"),
+        "{}",
+        r.dump()
+    );
+    let pod_patches = r.json["requests"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|q| q["verb"] == "patch" && q["path"].as_str().is_some_and(|p| p.contains("/pods/")))
+        .count();
+    assert_eq!(pod_patches, 0, "{}", r.dump());
 }

@@ -160,14 +160,12 @@ impl ExecutorEnv {
                     .ok_or_else(|| invalid(var, &v, "not a Go duration such as 1m0s or 3s")),
             }
         };
-        let termination_grace = match opt("ARGO_TERMINATION_GRACE_PERIOD_SECONDS") {
-            None => DEFAULT_GRACE,
-            Some(v) => Duration::from_secs(
-                v.trim()
-                    .parse::<u64>()
-                    .map_err(|e| invalid("ARGO_TERMINATION_GRACE_PERIOD_SECONDS", &v, e))?,
-            ),
-        };
+        // As Argo's `TerminationGracePeriodDuration`: a whole number of seconds above 0,
+        // anything else (unset, 0, negative, not a number) the 30 s default.
+        let termination_grace = opt("ARGO_TERMINATION_GRACE_PERIOD_SECONDS")
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .filter(|s| *s > 0)
+            .map_or(DEFAULT_GRACE, Duration::from_secs);
         if let Some(v) = opt(crate::argo_version::VERSION_ENV) {
             v.parse::<ArgoVersion>()
                 .map_err(|e| invalid(crate::argo_version::VERSION_ENV, &v, e))?;

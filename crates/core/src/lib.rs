@@ -8,6 +8,7 @@
 //! - [`paths`]: every fixed in-pod path (`/var/run/argo`, `/mainctrfs`, …) rooted in one place
 //!   so tests and local runs can re-root them;
 //! - [`protocol`]: the emissary file protocol shared by the wrapper and the wait side;
+//! - [`fswatch`]: how file watchers notice changes (inotify, or polling every 2 s);
 //! - [`executor_kind`]: the five backend names;
 //! - [`argo_version`]: the Argo controller versions whose pod contract we speak;
 //! - [`exit`]: exit-code rules;

@@ -8,6 +8,7 @@
 //! |---|---|
 //! | `api-429=N[:S]` | the first N API requests made by pods answer 429 with `Retry-After: S` (1) |
 //! | `api-500=N`, `api-503=N` | the first N API requests made by pods answer 500 / 503 |
+//! | `api-503-for=MS` | every API request made by pods answers 503 for MS ms from the first one (an API server away for a while) |
 //! | `api-delay=MS` | every API request made by a pod is answered MS ms late |
 //! | `watch-cut-events=N` | every watch made by a pod ends (cleanly, as on a server's timeout) after N events |
 //! | `watch-cut-secs=S` | every watch made by a pod ends after S seconds |
@@ -84,6 +85,8 @@ pub enum Action {
 pub struct FaultSpec {
     /// `(status, count, retry_after)` answered to the first pod requests, in order.
     pub api_errors: Vec<(u16, u64, Option<u32>)>,
+    /// Every pod request answers 503 for this long from the first one.
+    pub api_outage: Option<Duration>,
     /// Delay of every pod request.
     pub api_delay: Option<Duration>,
     /// Events after which a pod's watch ends.
@@ -138,6 +141,7 @@ impl FaultSpec {
                 }
                 "api-500" => f.api_errors.push((500, parse_u64(v, k)?, None)),
                 "api-503" => f.api_errors.push((503, parse_u64(v, k)?, None)),
+                "api-503-for" => f.api_outage = Some(ms(v)?),
                 "api-delay" => f.api_delay = Some(ms(v)?),
                 "watch-cut-events" => f.watch_cut_events = Some(parse_u64(v, k)?.max(1)),
                 "watch-cut-secs" => f.watch_cut_after = Some(Duration::from_secs(parse_u64(v, k)?.max(1))),
@@ -186,6 +190,7 @@ pub struct Faults {
     silent_execs: AtomicU64,
     cut_watches: AtomicU64,
     stale_answers: AtomicU64,
+    outage_from: std::sync::OnceLock<std::time::Instant>,
     fired: Mutex<HashSet<(String, usize)>>,
     done: Mutex<Vec<String>>,
 }
@@ -201,6 +206,14 @@ impl Faults {
 
     /// For a request made by a pod: the error to answer instead (status, Retry-After).
     pub fn api_error(&self) -> Option<(u16, Option<u32>)> {
+        if let Some(outage) = self.spec.api_outage {
+            let from = *self.outage_from.get_or_init(std::time::Instant::now);
+            if from.elapsed() < outage {
+                self.errors_sent.fetch_add(1, Ordering::SeqCst);
+                tracing::info!(left = ?outage.saturating_sub(from.elapsed()), "fault: the API is away (503)");
+                return Some((503, None));
+            }
+        }
         if self.spec.api_errors.is_empty() {
             return None;
         }
@@ -341,6 +354,21 @@ mod tests {
             [f.drop_exec_status(), f.drop_exec_status(), f.drop_exec_status()],
             [true, true, false]
         );
+    }
+
+    #[test]
+    fn an_outage_answers_503_until_it_is_over() {
+        let f = Faults::new(FaultSpec::parse("api-503-for=150").unwrap());
+        assert_eq!(f.spec.api_outage, Some(Duration::from_millis(150)));
+        assert_eq!(
+            f.api_error(),
+            Some((503, None)),
+            "the first request starts the outage"
+        );
+        assert_eq!(f.api_error(), Some((503, None)));
+        // The fault is a span of time: let it pass.
+        std::thread::sleep(Duration::from_millis(160));
+        assert_eq!(f.api_error(), None, "over after 150 ms");
     }
 
     #[test]

@@ -90,10 +90,16 @@ pub fn plan(input: &PlanInput<'_>) -> anyhow::Result<Plan> {
     )?;
     let (executor, reason) = resolve_choice(choice, &template, &config);
     tracing::debug!(%executor, ?source, %reason, "executor chosen");
-    let argo_version = input
-        .argo_version
-        .or(config.argo_version)
-        .unwrap_or(ArgoVersion::NEWEST);
+    // Executors other than emissary exist only in v3.3: without an explicit version, such a
+    // choice means a v3.3 pod; an explicit later version is the pod builder's error.
+    let argo_version = match input.argo_version.or(config.argo_version) {
+        Some(v) => v,
+        None if executor != ExecutorKind::Emissary => {
+            tracing::info!(%executor, "no Argo version given; the {executor} executor exists only in Argo 3.3, building a 3.3 pod");
+            ArgoVersion::V3_3
+        }
+        None => ArgoVersion::NEWEST,
+    };
     Ok(Plan {
         wf,
         config,
@@ -120,6 +126,7 @@ impl Plan {
             argo_version: self.argo_version,
             instance_id: self.config.instance_id.clone(),
             trace_parent: (self.argo_version >= ArgoVersion::V4_1).then(trace_parent),
+            progress: progress_ticks()?,
             ..Default::default()
         };
         Ok(build_pod(
@@ -131,6 +138,26 @@ impl Plan {
             &opts,
         )?)
     }
+}
+
+/// The progress ticks, from the controller's own variables as Argo's controller reads them
+/// (`ARGO_PROGRESS_PATCH_TICK_DURATION`, default `1m0s`; `ARGO_PROGRESS_FILE_TICK_DURATION`,
+/// default `3s`); either at zero disables progress.
+fn progress_ticks() -> anyhow::Result<Option<argoexec_podbuilder::ProgressTicks>> {
+    let mut ticks = argoexec_podbuilder::ProgressTicks::default();
+    for (var, slot) in [
+        ("ARGO_PROGRESS_PATCH_TICK_DURATION", &mut ticks.patch),
+        ("ARGO_PROGRESS_FILE_TICK_DURATION", &mut ticks.file),
+    ] {
+        let Ok(v) = std::env::var(var) else { continue };
+        let d = argoexec_core::template::container::parse_go_duration(v.trim())
+            .with_context(|| format!("{var}={v:?} is not a Go duration such as 1m0s or 500ms"))?;
+        if d.is_zero() {
+            return Ok(None);
+        }
+        *slot = v.trim().to_string();
+    }
+    Ok(Some(ticks))
 }
 
 /// A random W3C `traceparent` (version 00, sampled).

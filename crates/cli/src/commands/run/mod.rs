@@ -263,7 +263,7 @@ async fn execute(args: &Args) -> anyhow::Result<(Outcome, PathBuf)> {
             .create_config_map(&ns, serde_json::to_value(cm)?)
             .map_err(|e| anyhow::anyhow!("the node's API refused the pod's ConfigMap: {}", e.message))?;
     }
-    let pod_run = session::Session::start(server, &args.rbac, pod, plan.executor).await?;
+    let pod_run = session::Session::start(server, &args.rbac, pod, plan.executor, plan.argo_version).await?;
     let name = plan.pod_name.clone();
     let progress =
         (args.output == Output::Text).then(|| tokio::spawn(progress::follow(name, pod_run.status())));
@@ -309,7 +309,15 @@ async fn execute(args: &Args) -> anyhow::Result<(Outcome, PathBuf)> {
             .await
             .with_context(|| format!("save the containers' logs to {}", dir.display()))?;
     }
-    let report = pod_run.report();
+    let mut report = pod_run.report();
+    // As the controller does: artifacts reported key-only take their location from the
+    // template's archive location again.
+    let archive = plan.template.archive_location.as_ref().map(|a| &a.location);
+    for a in &mut report.outputs.artifacts {
+        if let Ok(full) = a.location.relocate(archive) {
+            a.location = full;
+        }
+    }
     let requests = pod_run.requests();
     let faults = args.faults.as_ref().map(|_| pod_run.faults());
     let deleted = pod_run.deleted_by_others();

@@ -10,17 +10,43 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use argoexec_core::ExecutorKind;
 use argoexec_core::template::Outputs;
+use argoexec_core::{ArgoVersion, ExecutorKind};
 use argoexec_node_server::NodeServer;
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use serde_json::Value;
 use tokio::sync::watch;
 
-/// The default executor RBAC of a run: Argo v3.3's quick-start executor role plus the pod
-/// patch of the annotation fallback, bound to the pod's service account; the k8sapi
-/// executor adds `pods/exec`, the kubelet executor a ClusterRole with `nodes/proxy: get`.
-fn default_rbac(ns: &str, sa: &str, executor: ExecutorKind) -> String {
+/// The default executor RBAC of a run, bound to the pod's service account, as least as the
+/// pod's Argo version needs: v3.6+ only `workflowtaskresults` create and patch (Argo's
+/// `workflow-rbac` role, nothing else); v3.5 adds the pod patch of the annotation fallback;
+/// v3.3 Argo's quick-start executor role (pods get, watch, patch; pods/log get), the k8sapi
+/// executor `pods/exec`, the kubelet executor a ClusterRole with `nodes/proxy: get`.
+fn default_rbac(ns: &str, sa: &str, executor: ExecutorKind, version: ArgoVersion) -> String {
+    if executor == ExecutorKind::Emissary && version > ArgoVersion::V3_3 {
+        let pods = if version.has_annotation_fallback() {
+            "\n- apiGroups: [\"\"]\n  resources: [pods]\n  verbs: [patch]"
+        } else {
+            ""
+        };
+        return format!(
+            r#"apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {{name: argoexec-executor, namespace: {ns}}}
+rules:
+- apiGroups: [argoproj.io]
+  resources: [workflowtaskresults]
+  verbs: [create, patch]{pods}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {{name: argoexec-executor, namespace: {ns}}}
+roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: Role, name: argoexec-executor}}
+subjects:
+- {{kind: ServiceAccount, name: {sa}, namespace: {ns}}}
+"#
+        );
+    }
     let mut rbac = role(ns, sa);
     match executor {
         ExecutorKind::K8sApi => rbac.push_str(&format!(
@@ -101,7 +127,8 @@ pub struct Report {
     pub via: &'static str,
     /// The `report-outputs-completed` label values the task result went through.
     pub completed_labels: Vec<String>,
-    /// The task result's metadata (name, labels, owner references), when there is one.
+    /// The task result's metadata (name, namespace, labels, owner references) and its
+    /// `progress`, when there is one.
     pub task_result: Option<Value>,
 }
 
@@ -131,6 +158,7 @@ impl Session {
         rbac: &[PathBuf],
         pod: Pod,
         executor: ExecutorKind,
+        version: ArgoVersion,
     ) -> anyhow::Result<Self> {
         let ns = pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
         let name = pod.metadata.name.clone().unwrap_or_default();
@@ -141,7 +169,7 @@ impl Session {
             .unwrap_or_else(|| "default".into());
         if rbac.is_empty() {
             server.rbac().load_str(
-                &default_rbac(&ns, &sa, executor),
+                &default_rbac(&ns, &sa, executor, version),
                 "argoexec run's default executor role",
             )?;
         }
@@ -284,7 +312,8 @@ impl Session {
                 via: "WorkflowTaskResult",
                 completed_labels,
                 task_result: Some(serde_json::json!({
-                    "name": m["name"], "labels": m["labels"], "ownerReferences": m["ownerReferences"]
+                    "name": m["name"], "namespace": m["namespace"], "labels": m["labels"],
+                    "ownerReferences": m["ownerReferences"], "progress": tr["progress"]
                 })),
             };
         }
