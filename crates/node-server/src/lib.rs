@@ -25,6 +25,7 @@ pub mod logs;
 pub mod patch;
 pub mod pki;
 mod pods;
+mod protobuf;
 pub mod selector;
 mod server;
 pub mod serviceaccount;

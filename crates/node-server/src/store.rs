@@ -332,13 +332,13 @@ pub fn assign_name(obj: &mut Value, resource: &Resource) -> Result<String, ApiEr
     Ok(name)
 }
 
-/// A body's `metadata.namespace`, when given, must be the request's.
+/// A body's `metadata.namespace`, when given (not empty), must be the request's.
 ///
 /// # Errors
 /// 400 as the API server words it.
 pub fn check_namespace(obj: &Value, ns: &str) -> Result<(), ApiError> {
     match obj["metadata"]["namespace"].as_str() {
-        Some(b) if b != ns => Err(ApiError::bad_request(
+        Some(b) if !b.is_empty() && b != ns => Err(ApiError::bad_request(
             "the namespace of the provided object does not match the namespace sent on the request",
         )),
         _ => Ok(()),

@@ -101,13 +101,15 @@ pub(super) async fn patch(
         "application/merge-patch+json",
         "application/apply-patch+yaml",
     ];
-    if kind == Kind::Pod {
+    // Strategic merge is for built-in kinds only (custom resources answer 415).
+    let built_in = kind.resource().group.is_empty();
+    if built_in {
         accepted.push("application/strategic-merge-patch+json");
     }
     // The body first, so that an error answer leaves the connection reusable.
     let body = read_body(req, MAX_BODY).await?;
     let pt = PatchType::of(&ct).ok_or_else(|| ApiError::unsupported_media(&accepted))?;
-    if pt == PatchType::Strategic && kind != Kind::Pod {
+    if pt == PatchType::Strategic && !built_in {
         return Err(ApiError::unsupported_media(&accepted));
     }
     let p: Value = if pt == PatchType::Apply {
@@ -142,15 +144,19 @@ fn invalid_patch(res: &Resource, name: &str, m: &str) -> ApiError {
     )
 }
 
-/// Read a JSON (or YAML) object body for create.
+/// Read an object body (create, update): JSON, YAML, or the protobuf of the kinds
+/// [`crate::protobuf`] decodes.
 pub(super) async fn object_body(req: Req) -> Result<Value, ApiError> {
-    let yaml = req
+    let ct = req
         .headers()
         .get(http::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|c| c.contains("yaml"));
+        .unwrap_or("")
+        .to_string();
     let body = read_body(req, MAX_BODY).await?;
-    let v: Value = if yaml {
+    let v: Value = if ct.starts_with(crate::protobuf::MEDIA_TYPE) {
+        crate::protobuf::decode(&body)?
+    } else if ct.contains("yaml") {
         serde_saphyr::from_slice(&body)
             .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?
     } else {
