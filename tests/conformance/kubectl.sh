@@ -210,6 +210,27 @@ if ! kc "$work/tb.out" "$work/tb.err" --token not-a-token get pods -n "$NS" &&
   grep -q 'Unauthorized' "$work/tb.err"; then pass "bad token is Unauthorized"; else
   fail "bad token: expected Unauthorized" "$(show "$work/tb.out")" "$(show "$work/tb.err")"; fi
 
+# secrets: create generic from literals (kubectl 1.32+ sends it as protobuf), get -o yaml
+# (data base64, type Opaque, no stringData), the NAME TYPE DATA AGE table, delete
+secret="kc$minor-secret-$run_id"
+if kc "$work/sc.out" "$work/sc.err" create secret generic "$secret" -n "$NS" --from-literal=a=b --from-literal=pw=s3cr3t &&
+  grep -qx "secret/$secret created" "$work/sc.out"; then pass "create secret generic --from-literal"; else
+  fail "create secret generic --from-literal" "$(show "$work/sc.out")" "$(show "$work/sc.err")"; fi
+if kc "$work/sy.out" "$work/sy.err" get secret "$secret" -n "$NS" -o yaml &&
+  grep -qx '  a: Yg==' "$work/sy.out" && grep -qx '  pw: czNjcjN0' "$work/sy.out" &&
+  grep -qx 'type: Opaque' "$work/sy.out" && ! grep -q stringData "$work/sy.out"; then
+  pass "get secret -o yaml (data base64, type Opaque)"
+else
+  fail "get secret -o yaml" "$(show "$work/sy.out")" "$(show "$work/sy.err")"
+fi
+if kc "$work/st.out" "$work/st.err" get secrets -n "$NS" &&
+  head -1 "$work/st.out" | grep -qE '^NAME +TYPE +DATA +AGE$' &&
+  grep -qE "^$secret +Opaque +2 +" "$work/st.out"; then pass "get secrets (NAME TYPE DATA AGE)"; else
+  fail "get secrets" "$(show "$work/st.out")" "$(show "$work/st.err")"; fi
+if kc "$work/sd.out" "$work/sd.err" delete secret "$secret" -n "$NS" &&
+  grep -q "^secret \"$secret\" deleted" "$work/sd.out"; then pass "delete secret"; else
+  fail "delete secret" "$(show "$work/sd.out")" "$(show "$work/sd.err")"; fi
+
 # delete pod, then it is gone
 if kc "$work/d.out" "$work/d.err" delete pod "$pod_main" -n "$NS" &&
   grep -q "^pod \"$pod_main\" deleted" "$work/d.out"; then pass "delete pod"; else
