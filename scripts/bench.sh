@@ -2,7 +2,7 @@
 # Usage: scripts/bench.sh [--quick] [--only NAME,...] [--out FILE] [--note TEXT]
 #
 # Runs every benchmark of bench/src/bin (archive, emissary, run, docker_copy, wait_notice,
-# base_layer, s3) one after another, collects the BENCH-ROW line each prints per figure,
+# base_layer, s3, taskresult) one after another, collects the BENCH-ROW line each prints per figure,
 # prints one markdown table (figure | ours | baseline | ratio | goal | met) and writes it to
 # FILE (default docs/performance.md) with the date (UTC), the machine (nproc, CPU model,
 # kernel), the mode and this exact command.
@@ -17,7 +17,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-all=(archive emissary run docker_copy wait_notice base_layer s3)
+all=(archive emissary run docker_copy wait_notice base_layer s3 taskresult)
 command_line="bash scripts/bench.sh$(printf ' %q' "$@")"
 quick=0 only="" out=docs/performance.md note=""
 while [ $# -gt 0 ]; do
@@ -56,6 +56,7 @@ args_for() {
       wait_notice) echo "$rel 5" ;;
       base_layer) echo "$rel 64 1" ;;
       s3) echo "$static_bin --size-mib 64 --files 200 --runs 1" ;;
+      taskresult) echo "--steps 1,10,50 --versions 3.3,3.5,4.1" ;;
     esac
   else
     case "$1" in
@@ -66,6 +67,7 @@ args_for() {
       wait_notice) echo "$rel 50" ;;
       base_layer) echo "$rel 1024 3" ;;
       s3) echo "$static_bin --size-mib 2048 --files 10000 --runs 1" ;;
+      taskresult) echo "--steps 1,50,200 --versions 3.3,3.5,3.7,4.0,4.1" ;;
     esac
   fi
 }

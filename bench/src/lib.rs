@@ -1,8 +1,9 @@
 //! Shared helpers of the benchmark programs, and the reporter they share: besides its human
 //! output, every benchmark prints one machine-readable [`Row`] per figure, a line
 //! `BENCH-ROW<TAB>{json}` that `scripts/bench.sh` collects into one table
-//! ([`report`] renders it).
+//! ([`report`] renders it). [`fleet`] runs many steps at once on one local node.
 
+pub mod fleet;
 pub mod report;
 
 /// The prefix of a machine-readable line (followed by a tab and one JSON object).

@@ -18,11 +18,17 @@ pub enum Format {
 /// The filter directive for an Argo log level. Argo v3 passes logrus levels (`warning`,
 /// `fatal`, `panic`, …), v4 slog's four (`debug`, `info`, `warn`, `error`); each becomes the
 /// nearest tracing level. Anything else is taken as a tracing filter directive.
+///
+/// At `debug` and `trace` the HTTP and Docker client crates stay at `info`: their debug lines
+/// print request bodies, and a container create body holds environment values that may come
+/// from Secrets.
 pub fn level_directive(level: &str) -> String {
+    const QUIET: &str = ",bollard=info,hyper=info,hyper_util=info,h2=info,reqwest=info";
     match level.trim().to_ascii_lowercase().as_str() {
         "warning" | "warn" => "warn".into(),
         "fatal" | "panic" | "error" => "error".into(),
-        l @ ("trace" | "debug" | "info") => l.into(),
+        "info" => "info".into(),
+        l @ ("trace" | "debug") => format!("{l}{QUIET}"),
         _ => level.to_string(),
     }
 }
@@ -60,10 +66,13 @@ mod tests {
             ("panic", "error"),
             ("error", "error"),
             ("info", "info"),
-            ("debug", "debug"),
-            ("trace", "trace"),
         ] {
             assert_eq!(level_directive(argo), ours, "{argo}");
+        }
+        for l in ["debug", "trace"] {
+            let d = level_directive(l);
+            assert!(d.starts_with(l) && d.contains("bollard=info"), "{d}");
+            assert!(EnvFilter::try_new(&d).is_ok(), "{d}");
         }
         assert_eq!(level_directive("argoexec=debug"), "argoexec=debug");
     }

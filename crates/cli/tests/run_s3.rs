@@ -231,3 +231,82 @@ fn the_config_maps_artifact_repository_is_used_with_its_secret() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     assert!(rt.block_on(drv.exists()).unwrap(), "{key} is in the bucket");
 }
+
+/// Key-only artifacts (issue 16): `s3: {key: …}` inputs and key-less outputs take bucket,
+/// endpoint and credentials from the repository in the config map (its Secret mounted at
+/// `/argo/secret/<name>/<key>`), logs go to `<key format>/main.log`, and main reads another
+/// key of the Secret through `secretKeyRef` — for a v3.5 pod and a v4.1 one.
+#[test]
+fn key_only_inputs_outputs_and_logs_use_the_repository() {
+    if !docker_available() {
+        return;
+    }
+    let m = moto();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let src = tempfile::tempdir().unwrap();
+    std::fs::write(src.path().join("raw.csv"), "a,b\n1,2\n").unwrap();
+    let (drv, _d) = object(m, "keyonly/raw.csv");
+    rt.block_on(drv.save(&src.path().join("raw.csv"))).unwrap();
+
+    let dir = tempfile::tempdir().unwrap();
+    let creds_dir = dir.path().join("creds");
+    std::fs::create_dir_all(&creds_dir).unwrap();
+    std::fs::write(creds_dir.join("accesskey"), m.access_key()).unwrap();
+    std::fs::write(creds_dir.join("secretkey"), m.secret_key()).unwrap();
+    std::fs::write(creds_dir.join("password"), "s3cret").unwrap();
+    let cm = config_map(
+        &dir,
+        &format!(
+            "  artifactRepository: |\n    archiveLogs: true\n    s3:\n      bucket: {BUCKET}\n      endpoint: '{}'\n      insecure: true\n      keyFormat: 'ko/{{{{workflow.name}}}}/{{{{pod.name}}}}'\n      accessKeySecret: {{name: my-minio-cred, key: accesskey}}\n      secretKeySecret: {{name: my-minio-cred, key: secretkey}}\n",
+            m.host_port()
+        ),
+    );
+    let yaml = wf(
+        "key-only",
+        "inputs:\n  artifacts:\n    - {name: raw, path: /tmp/raw.csv, s3: {key: keyonly/raw.csv}, archive: {none: {}}}\ncontainer:\n  image: busybox\n  command: [sh, -c]\n  args: ['cat /tmp/raw.csv; test \"$DB_PASSWORD\" = s3cret && echo password-ok; wc -l < /tmp/raw.csv > /tmp/rows']\n  env:\n    - name: DB_PASSWORD\n      valueFrom: {secretKeyRef: {name: my-minio-cred, key: password}}\noutputs:\n  artifacts:\n    - {name: rows, path: /tmp/rows}\n",
+    );
+    let file = dir.path().join("wf.yaml");
+    std::fs::write(&file, &yaml).unwrap();
+    let secret = format!("my-minio-cred={}", creds_dir.display());
+    for v in ["3.5", "4.1"] {
+        let r = run_file_env(
+            &file,
+            "emissary",
+            &[
+                "--artifacts",
+                "-",
+                "--config",
+                &cm,
+                "--secret",
+                &secret,
+                "--argo-version",
+                v,
+            ],
+            None,
+            &[],
+        );
+        assert_eq!(r.phase(), "Succeeded", "{v}: {}", r.dump());
+        let key = s3_key(&r, "rows");
+        assert!(
+            key.starts_with("ko/key-only-") && key.ends_with("/rows.tgz"),
+            "{v}: {key}"
+        );
+        let prefix = key.trim_end_matches("rows.tgz");
+        let (rows, _d1) = object(m, &key);
+        let back = tempfile::tempdir().unwrap();
+        rt.block_on(rows.load(&back.path().join("rows.tgz"))).unwrap();
+        let entries = tgz_entries(&back.path().join("rows.tgz"));
+        assert!(
+            entries.iter().any(|(n, b)| n == "rows" && b.starts_with(b"2")),
+            "{v}: {entries:?}"
+        );
+        let (log, _d2) = object(m, &format!("{prefix}main.log"));
+        rt.block_on(log.load(&back.path().join("main.log"))).unwrap();
+        let text = std::fs::read_to_string(back.path().join("main.log")).unwrap();
+        assert!(
+            text.contains("a,b") && text.contains("password-ok"),
+            "{v}: {text}"
+        );
+        assert!(!r.dump().contains("s3cret"), "{v}: the secret never appears");
+    }
+}

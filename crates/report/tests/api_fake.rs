@@ -261,7 +261,11 @@ async fn forbidden_falls_back_to_the_pod_annotation() {
     .await;
     let d = tempfile::tempdir().unwrap();
     // A v3.5 pod: ARGO_TEMPLATE on wait tells the executor its controller reads annotations.
-    let r = reporter(server.addr, &sa_dir(d.path(), &server.ca_pem), &[("ARGO_TEMPLATE", "{}")]);
+    let r = reporter(
+        server.addr,
+        &sa_dir(d.path(), &server.ca_pem),
+        &[("ARGO_TEMPLATE", "{}")],
+    );
     r.start().await.unwrap();
     r.report(&result()).await.unwrap();
     let seen = server.seen.lock().unwrap().clone();
@@ -303,7 +307,11 @@ async fn both_failures_are_named() {
     }))
     .await;
     let d = tempfile::tempdir().unwrap();
-    let r = reporter(server.addr, &sa_dir(d.path(), &server.ca_pem), &[("ARGOEXEC_ARGO_VERSION", "3.5")]);
+    let r = reporter(
+        server.addr,
+        &sa_dir(d.path(), &server.ca_pem),
+        &[("ARGOEXEC_ARGO_VERSION", "3.5")],
+    );
     let e = r.report(&result()).await.unwrap_err();
     assert!(matches!(e, ReportError::Fallback { .. }), "{e}");
     let s = e.to_string();
@@ -377,19 +385,40 @@ async fn wrong_ca_is_a_tls_error_and_refused_connections_are_retried() {
 #[tokio::test]
 async fn forbidden_in_a_3_6_pod_names_the_missing_rule() {
     let server = serve(Arc::new(|_: &Seen, _| {
-        (403, vec![], status(403, "Forbidden", "workflowtaskresults.argoproj.io is forbidden"))
+        (
+            403,
+            vec![],
+            status(403, "Forbidden", "workflowtaskresults.argoproj.io is forbidden"),
+        )
     }))
     .await;
     let d = tempfile::tempdir().unwrap();
-    let r = reporter(server.addr, &sa_dir(d.path(), &server.ca_pem), &[("ARGO_WORKFLOW_UID", "wf-uid")]);
-    assert_eq!(r.version(), argoexec_core::ArgoVersion::V3_7, "no ARGO_TEMPLATE on wait");
+    let r = reporter(
+        server.addr,
+        &sa_dir(d.path(), &server.ca_pem),
+        &[("ARGO_WORKFLOW_UID", "wf-uid")],
+    );
+    assert_eq!(
+        r.version(),
+        argoexec_core::ArgoVersion::V3_7,
+        "no ARGO_TEMPLATE on wait"
+    );
     r.start().await.unwrap();
     let e = r.report(&result()).await.unwrap_err();
-    assert!(matches!(e, ReportError::MissingRule { verb: "create", .. }), "{e}");
+    assert!(
+        matches!(e, ReportError::MissingRule { verb: "create", .. }),
+        "{e}"
+    );
     let s = e.to_string();
-    assert!(s.contains("`create` on `workflowtaskresults.argoproj.io` in namespace \"argo\""), "{s}");
+    assert!(
+        s.contains("`create` on `workflowtaskresults.argoproj.io` in namespace \"argo\""),
+        "{s}"
+    );
     let seen = server.seen.lock().unwrap().clone();
-    assert!(seen.iter().all(|s| s.path.starts_with(TR)), "never the pod: {seen:#?}");
+    assert!(
+        seen.iter().all(|s| s.path.starts_with(TR)),
+        "never the pod: {seen:#?}"
+    );
 }
 
 /// v3.3 pods: one write, no announcement.
@@ -400,7 +429,10 @@ async fn a_3_3_pod_writes_once() {
     let r = reporter(
         server.addr,
         &sa_dir(d.path(), &server.ca_pem),
-        &[("ARGO_CONTAINER_RUNTIME_EXECUTOR", "k8sapi"), ("ARGO_TEMPLATE", "{}")],
+        &[
+            ("ARGO_CONTAINER_RUNTIME_EXECUTOR", "k8sapi"),
+            ("ARGO_TEMPLATE", "{}"),
+        ],
     );
     r.start().await.unwrap();
     r.report(&result()).await.unwrap();
@@ -414,7 +446,11 @@ async fn a_3_3_pod_writes_once() {
 async fn v3_7_pods_retry_until_the_api_server_is_back() {
     let script = |_: &Seen, n: usize| {
         if n < 12 {
-            (503, vec![], status(503, "ServiceUnavailable", "apiserver restarting"))
+            (
+                503,
+                vec![],
+                status(503, "ServiceUnavailable", "apiserver restarting"),
+            )
         } else {
             (201, vec![], "{}".into())
         }
@@ -422,13 +458,25 @@ async fn v3_7_pods_retry_until_the_api_server_is_back() {
     let server = serve(Arc::new(script)).await;
     let d = tempfile::tempdir().unwrap();
     let sa = sa_dir(d.path(), &server.ca_pem);
-    let forever = Backoff { steps: u32::MAX, ..FAST };
+    let forever = Backoff {
+        steps: u32::MAX,
+        ..FAST
+    };
     let r = reporter(server.addr, &sa, &[]).with_backoff(forever);
     r.start().await.unwrap();
-    assert_eq!(server.seen.lock().unwrap().len(), 13, "12 refusals, then the create");
+    assert_eq!(
+        server.seen.lock().unwrap().len(),
+        13,
+        "12 refusals, then the create"
+    );
     // The same outage under v3.5's five attempts fails.
     let server = serve(Arc::new(script)).await;
-    let r = reporter(server.addr, &sa_dir(d.path(), &server.ca_pem), &[("ARGO_TEMPLATE", "{}")]).with_backoff(FAST);
+    let r = reporter(
+        server.addr,
+        &sa_dir(d.path(), &server.ca_pem),
+        &[("ARGO_TEMPLATE", "{}")],
+    )
+    .with_backoff(FAST);
     assert_eq!(r.report(&result()).await.unwrap_err().status_code(), Some(503));
 }
 
@@ -444,7 +492,10 @@ async fn progress_goes_to_the_task_result_or_the_annotation() {
     r.progress("3/10").await.unwrap();
     let seen = server.seen.lock().unwrap().clone();
     assert_eq!(seen.len(), 2);
-    assert_eq!((seen[1].method.as_str(), seen[1].path.as_str()), ("PATCH", &*format!("{TR}/wf-1")));
+    assert_eq!(
+        (seen[1].method.as_str(), seen[1].path.as_str()),
+        ("PATCH", &*format!("{TR}/wf-1"))
+    );
     assert_eq!(seen[1].body, json!({"progress": "3/10"}));
     let r = reporter(server.addr, &sa, &[("ARGO_TEMPLATE", "{}")]);
     r.progress("4/10").await.unwrap();

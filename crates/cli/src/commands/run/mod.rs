@@ -68,7 +68,7 @@ pub struct Args {
     /// Plain HTTP to the S3 endpoint.
     #[arg(long)]
     pub s3_insecure: bool,
-    /// A secret of the local node, `NAME=DIR`: one key per file in DIR, as `kubectl create
+    /// A Secret created in the workflow's namespace before the pod, `NAME=DIR`: one key per file in DIR, as `kubectl create
     /// secret generic NAME --from-file=DIR` makes it (repeatable). Artifact locations and the
     /// config map's `artifactRepository` name such secrets.
     #[arg(long = "secret")]
@@ -216,7 +216,6 @@ async fn execute(args: &Args) -> anyhow::Result<(Outcome, PathBuf)> {
         pause_image: args.executor_image.clone(),
         state_dir: args.node_state_dir.clone().unwrap_or(defaults.state_dir.clone()),
         node_label: args.node_label.clone().unwrap_or(defaults.node_label.clone()),
-        secrets,
         ..defaults
     };
     let mut server = argoexec_node_server::ServerConfig {
@@ -254,11 +253,18 @@ async fn execute(args: &Args) -> anyhow::Result<(Outcome, PathBuf)> {
     }
     // Removed when this function returns, however it returns.
     let _ca_guard = kubelet_ca.as_ref().map(|d| RemoveDir(d.clone()));
+    // The secrets the pod names (`--secret`, the S3 repository's credentials) are Secret
+    // objects of the node's API, as `kubectl create secret` makes them, created first.
+    let ns = pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+    for (name, data) in &secrets {
+        server
+            .create_secret(&ns, secret_object(name, data))
+            .map_err(|e| anyhow::anyhow!("the node's API refused Secret {name}: {}", e.message))?;
+    }
     // What was too large for the pod (a template or args above 128 KiB) travels in the
     // `<pod>` ConfigMap, created before the pod as the controller does; it lives in the
     // node's API store, which goes when the run ends, like the pod.
     if let Some(cm) = &built.config_map {
-        let ns = pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
         server
             .create_config_map(&ns, serde_json::to_value(cm)?)
             .map_err(|e| anyhow::anyhow!("the node's API refused the pod's ConfigMap: {}", e.message))?;
@@ -350,6 +356,21 @@ async fn execute(args: &Args) -> anyhow::Result<(Outcome, PathBuf)> {
         outcome.message = Some("pod deleted".into());
     }
     Ok((outcome, repo))
+}
+
+/// A `v1` Secret named `name` holding `data` (base64, as the API stores it).
+fn secret_object(name: &str, data: &std::collections::BTreeMap<String, Vec<u8>>) -> serde_json::Value {
+    use base64::Engine;
+    let data: serde_json::Map<String, serde_json::Value> = data
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.clone(),
+                base64::engine::general_purpose::STANDARD.encode(v).into(),
+            )
+        })
+        .collect();
+    serde_json::json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name}, "type": "Opaque", "data": data})
 }
 
 /// Resolves on Ctrl-C or SIGTERM.
