@@ -23,12 +23,13 @@
 pub mod config;
 mod wait;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use argoexec_core::{ExecutorKind, PodPaths};
 use argoexec_kube::client::describe;
+use argoexec_kube::lookup::DEFAULT_POD_LOOKUP_TIMEOUT;
 use argoexec_kube::ops::{self, PodAccess};
 use argoexec_kube::{Endpoint, InClusterConfig, TlsPolicy, TokenSource};
 use argoexec_runtime::{
@@ -60,6 +61,8 @@ pub struct KubeletExecutor {
     config: KubeletConfig,
     namespace: String,
     pod_name: String,
+    sa_dir: PathBuf,
+    lookup: Duration,
 }
 
 impl std::fmt::Debug for KubeletExecutor {
@@ -76,6 +79,55 @@ fn setup_err(m: impl Into<String>) -> RuntimeError {
     RuntimeError::new(ErrorKind::Fatal, KIND, "connect to", "kubelet", m)
 }
 
+/// The pod `namespace`/`name` from a kubelet's pod list (a pod without a namespace is in
+/// `default`); when it is not there, the namespaces in which a pod of that name runs, which
+/// tells a wrong namespace from a wrong node.
+pub(crate) fn find_own(items: Vec<Pod>, namespace: &str, name: &str) -> Result<Pod, Vec<String>> {
+    let mut elsewhere = Vec::new();
+    for p in items {
+        if p.metadata.name.as_deref() != Some(name) {
+            continue;
+        }
+        let ns = p.metadata.namespace.as_deref().unwrap_or("default");
+        if ns == namespace {
+            return Ok(p);
+        }
+        elsewhere.push(ns.to_string());
+    }
+    elsewhere.sort();
+    elsewhere.dedup();
+    Err(elsewhere)
+}
+
+/// The API server client for `ARGOEXEC_KUBELET_EXEC=apiserver`.
+fn api_client(
+    paths: &PodPaths,
+    token: Arc<TokenSource>,
+    namespace: &str,
+) -> Result<kube::Client, RuntimeError> {
+    let ic = InClusterConfig::from_env(paths)
+        .map_err(|e| setup_err("cannot read the in-cluster configuration").with_source(e))?
+        .ok_or_else(|| setup_err("ARGOEXEC_KUBELET_EXEC=apiserver but no API server is configured (KUBERNETES_SERVICE_HOST and the token)"))?;
+    Endpoint {
+        url: ic.server.clone(),
+        tls: TlsPolicy::Verify {
+            ca_file: ic.ca_file(),
+            names: vec![ic.server_host()],
+        },
+        token,
+        namespace: namespace.into(),
+        what: "API server",
+    }
+    .client()
+    .map_err(|e| {
+        setup_err(format!(
+            "cannot build the client for the API server at {}",
+            ic.server
+        ))
+        .with_source(e)
+    })
+}
+
 impl KubeletExecutor {
     /// Set up for the pod `namespace`/`pod_name` from `config`, with the token and default
     /// CA from the service-account directory of `paths` (or `ARGOEXEC_SERVICEACCOUNT_DIR`).
@@ -90,9 +142,11 @@ impl KubeletExecutor {
         namespace: &str,
         pod_name: &str,
     ) -> Result<Self, RuntimeError> {
-        let sa_dir = std::env::var_os(argoexec_kube::incluster::SERVICE_ACCOUNT_DIR_ENV)
+        let sa_dir: PathBuf = std::env::var_os(argoexec_kube::incluster::SERVICE_ACCOUNT_DIR_ENV)
             .map_or_else(|| paths.service_account_dir(), Into::into);
-        let token = Arc::new(TokenSource::new(sa_dir.join("token")).map_err(|e| setup_err(e.to_string()))?);
+        let token = TokenSource::new(sa_dir.join("token"))
+            .map_err(|e| setup_err("cannot use the service-account token").with_source(e))?;
+        let token = Arc::new(token);
         let tls = if config.insecure {
             TlsPolicy::Insecure
         } else {
@@ -110,25 +164,10 @@ impl KubeletExecutor {
             what: "kubelet",
         }
         .client()
-        .map_err(|e| setup_err(e.to_string()))?;
+        .map_err(|e| setup_err(format!("cannot build the client for the kubelet at {url}")).with_source(e))?;
         let api = match config.exec_via {
             ExecVia::Kubelet => None,
-            ExecVia::ApiServer => {
-                let ic = InClusterConfig::from_env(paths)
-                    .map_err(|e| setup_err(e.to_string()))?
-                    .ok_or_else(|| setup_err("ARGOEXEC_KUBELET_EXEC=apiserver but no API server is configured (KUBERNETES_SERVICE_HOST and the token)"))?;
-                let ep = Endpoint {
-                    url: ic.server.clone(),
-                    tls: TlsPolicy::Verify {
-                        ca_file: ic.ca_file(),
-                        names: vec![ic.server_host()],
-                    },
-                    token,
-                    namespace: namespace.into(),
-                    what: "API server",
-                };
-                Some(ep.client().map_err(|e| setup_err(e.to_string()))?)
-            }
+            ExecVia::ApiServer => Some(api_client(paths, token, namespace)?),
         };
         tracing::info!(kubelet = %url, exec_via = ?config.exec_via, "kubelet executor");
         Ok(Self {
@@ -138,7 +177,18 @@ impl KubeletExecutor {
             config,
             namespace: namespace.into(),
             pod_name: pod_name.into(),
+            sa_dir,
+            lookup: DEFAULT_POD_LOOKUP_TIMEOUT,
         })
+    }
+
+    /// Set how long `wait` (and a kill's wait) tolerates `/pods` answers without this pod
+    /// before it fails with `NotFound` (default [`DEFAULT_POD_LOOKUP_TIMEOUT`];
+    /// [`argoexec_kube::lookup`] has the rule).
+    #[must_use]
+    pub fn with_pod_lookup_timeout(mut self, bound: Duration) -> Self {
+        self.lookup = bound;
+        self
     }
 
     /// The kubelet's URL.
@@ -159,11 +209,8 @@ impl KubeletExecutor {
         RuntimeError::new(kind, KIND, action, container, message)
     }
 
-    /// This pod from the kubelet's `GET /pods`.
-    ///
-    /// # Errors
-    /// `NotFound` when the kubelet does not list it; the call's error otherwise.
-    pub async fn own_pod(&self) -> Result<Pod, RuntimeError> {
+    /// Every pod the kubelet runs (`GET /pods`).
+    async fn list_pods(&self) -> Result<Vec<Pod>, RuntimeError> {
         let req = http::Request::get("/pods")
             .body(Vec::new())
             .expect("static request");
@@ -179,24 +226,58 @@ impl KubeletExecutor {
                 )
             })?
             .map_err(|e| self.error(&e, "list pods of", "kubelet", "GET /pods"))?;
-        list.items
-            .into_iter()
-            .find(|p| {
-                p.metadata.name.as_deref() == Some(self.pod_name.as_str())
-                    && p.metadata.namespace.as_deref().unwrap_or("default") == self.namespace
-            })
-            .ok_or_else(|| {
-                RuntimeError::new(
-                    ErrorKind::NotFound,
-                    KIND,
-                    "find pod on",
-                    "kubelet",
-                    format!(
-                        "GET {}/pods does not list {}/{}",
-                        self.url, self.namespace, self.pod_name
-                    ),
-                )
-            })
+        Ok(list.items)
+    }
+
+    /// The `NotFound` error for a pod `/pods` does not list: what was looked at (for how
+    /// long, when `missing_for` is known), where a pod of that name runs instead, and the
+    /// likely causes.
+    pub(crate) fn not_listed(
+        &self,
+        action: &'static str,
+        container: &str,
+        elsewhere: &[String],
+        missing_for: Option<Duration>,
+    ) -> RuntimeError {
+        let during = missing_for.map_or(String::new(), |d| format!(" for {} s", d.as_secs()));
+        let hint = match elsewhere {
+            [] => String::new(),
+            ns => format!(
+                "; a pod of that name runs in namespace {}",
+                ns.iter().map(|n| format!("{n:?}")).collect::<Vec<_>>().join(", ")
+            ),
+        };
+        RuntimeError::new(
+            ErrorKind::NotFound,
+            KIND,
+            action,
+            container,
+            format!(
+                "pod {}/{} is not among the pods of the kubelet at {} (GET /pods{during}){hint}: \
+                 is the namespace right ({}), and is ARGO_KUBELET_HOST the node this pod runs on \
+                 (downward API status.hostIP)?",
+                self.namespace,
+                self.pod_name,
+                self.url,
+                argoexec_kube::lookup::namespace_source(&self.sa_dir),
+            ),
+        )
+    }
+
+    /// This pod from the kubelet's `GET /pods`, once.
+    ///
+    /// # Errors
+    /// `NotFound` when the kubelet does not list it; the call's error otherwise.
+    pub async fn own_pod(&self) -> Result<Pod, RuntimeError> {
+        find_own(self.list_pods().await?, &self.namespace, &self.pod_name)
+            .map_err(|elsewhere| self.not_listed("find pod on", "kubelet", &elsewhere, None))
+    }
+
+    /// This pod from one `GET /pods`: `Ok(None)` when the answer does not list it (the
+    /// caller's [`Absence`](argoexec_kube::lookup::Absence) decides how long that is
+    /// tolerated), with the namespaces where a pod of that name runs.
+    pub(crate) async fn look(&self) -> Result<Result<Pod, Vec<String>>, RuntimeError> {
+        Ok(find_own(self.list_pods().await?, &self.namespace, &self.pod_name))
     }
 }
 
@@ -300,5 +381,40 @@ impl RuntimeExecutor for KubeletExecutor {
 
     async fn list_container_names(&self) -> Result<Vec<String>, RuntimeError> {
         Ok(argoexec_kube::podstate::container_names(&self.own_pod().await?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(namespace: Option<&str>, name: &str) -> Pod {
+        let mut p = Pod::default();
+        p.metadata.name = Some(name.into());
+        p.metadata.namespace = namespace.map(Into::into);
+        p
+    }
+
+    #[test]
+    fn finds_the_own_pod_by_namespace_and_name() {
+        let items = || {
+            vec![
+                pod(Some("a"), "x"),
+                pod(Some("b"), "p"),
+                pod(None, "p"),
+                pod(Some("argo"), "p"),
+                pod(Some("b"), "p"),
+            ]
+        };
+        let found = find_own(items(), "argo", "p").unwrap();
+        assert_eq!(found.metadata.namespace.as_deref(), Some("argo"));
+        // A pod without a namespace is in `default`.
+        assert!(find_own(items(), "default", "p").is_ok());
+        // Missing: where a pod of that name runs instead, each namespace once.
+        assert_eq!(
+            find_own(items(), "elsewhere", "p").unwrap_err(),
+            ["argo", "b", "default"]
+        );
+        assert!(find_own(items(), "argo", "none").unwrap_err().is_empty());
     }
 }
