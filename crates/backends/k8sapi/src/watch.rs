@@ -12,12 +12,15 @@
 //! `ADDED`). Transport failures are retried with backoff ([`MAX_FAILURES`] in a row);
 //! 401/403 end the watch at once with the API server's message and a pointer to the RBAC
 //! the backend needs.
+//!
+//! A watch that is established but delivers no pod is published as [`View::Absent`]: the
+//! callers give up on it after the pod-lookup bound ([`argoexec_kube::lookup`]).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use argoexec_runtime::ErrorKind;
-use futures::{StreamExt, TryStreamExt};
+use futures::TryStreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, WatchEvent, WatchParams};
 use tokio::sync::watch;
@@ -32,14 +35,77 @@ pub const WATCH_TIMEOUT_SECS: u32 = 290;
 /// What the watch knows.
 #[derive(Debug, Clone)]
 pub enum View {
-    /// Nothing yet.
+    /// Nothing yet: no watch request has succeeded.
     Unknown,
+    /// The watch runs but has not delivered the pod: the API server has no pod of that
+    /// name in the namespace (so far).
+    Absent,
     /// The latest state.
     Pod(Arc<Pod>),
     /// The pod was deleted.
     Gone,
     /// The watch failed for good.
     Failed(ErrorKind, String),
+}
+
+/// Where the next watch request resumes, and how the last ones went.
+struct Resume {
+    rv: String,
+    failures: u32,
+    backoff: Duration,
+}
+
+/// The first backoff after a failure (doubling up to 5 s).
+const BACKOFF_START: Duration = Duration::from_millis(100);
+
+/// Publish the events of one established watch until it ends (→ `true`: resume) or
+/// `stop` fires (→ `false`).
+async fn follow<S>(stream: S, tx: &watch::Sender<View>, r: &mut Resume, stop: &CancellationToken) -> bool
+where
+    S: futures::Stream<Item = Result<WatchEvent<Pod>, kube::Error>> + Send,
+{
+    tx.send_if_modified(|v| {
+        let first = matches!(v, View::Unknown);
+        if first {
+            *v = View::Absent;
+        }
+        first
+    });
+    let mut stream = std::pin::pin!(stream);
+    loop {
+        let next = tokio::select! {
+            () = stop.cancelled() => return false,
+            n = stream.try_next() => n,
+        };
+        match next {
+            Ok(Some(WatchEvent::Added(p) | WatchEvent::Modified(p))) => {
+                r.failures = 0;
+                r.backoff = BACKOFF_START;
+                r.rv = p.metadata.resource_version.clone().unwrap_or_default();
+                let _ = tx.send(View::Pod(Arc::new(p)));
+            }
+            Ok(Some(WatchEvent::Deleted(p))) => {
+                r.rv = p.metadata.resource_version.clone().unwrap_or_default();
+                let _ = tx.send(View::Gone);
+            }
+            Ok(Some(WatchEvent::Bookmark(b))) => r.rv = b.metadata.resource_version,
+            Ok(Some(WatchEvent::Error(s))) if s.code == 410 => {
+                tracing::info!(resource_version = %r.rv, "watch expired (410); re-listing");
+                r.rv.clear();
+                return true;
+            }
+            Ok(Some(WatchEvent::Error(s))) => {
+                tracing::warn!(code = s.code, message = %s.message, "watch error event; restarting the watch");
+                return true;
+            }
+            Ok(None) => return true,
+            Err(e) => {
+                tracing::debug!(error = %argoexec_kube::chain(&e), "watch stream failed; resuming");
+                r.failures += 1;
+                return true;
+            }
+        }
+    }
 }
 
 /// Run the watch until `stop` fires, publishing into `tx`.
@@ -53,74 +119,44 @@ pub async fn run(
     let wp = WatchParams::default()
         .fields(&format!("metadata.name={name}"))
         .timeout(WATCH_TIMEOUT_SECS);
-    let mut rv = String::new();
-    let mut failures = 0u32;
-    let mut backoff = Duration::from_millis(100);
+    let mut r = Resume {
+        rv: String::new(),
+        failures: 0,
+        backoff: BACKOFF_START,
+    };
     let mut requests = 0u64;
     loop {
         requests += 1;
-        tracing::debug!(resource_version = %rv, requests, "watching the pod");
+        tracing::debug!(resource_version = %r.rv, requests, "watching the pod");
         let started = tokio::select! {
             () = stop.cancelled() => return,
-            r = api.watch(&wp, &rv) => r,
+            s = api.watch(&wp, &r.rv) => s,
         };
         match started {
             Ok(stream) => {
-                let mut stream = stream.boxed();
-                loop {
-                    let next = tokio::select! {
-                        () = stop.cancelled() => return,
-                        n = stream.try_next() => n,
-                    };
-                    match next {
-                        Ok(Some(WatchEvent::Added(p) | WatchEvent::Modified(p))) => {
-                            failures = 0;
-                            backoff = Duration::from_millis(100);
-                            rv = p.metadata.resource_version.clone().unwrap_or_default();
-                            let _ = tx.send(View::Pod(Arc::new(p)));
-                        }
-                        Ok(Some(WatchEvent::Deleted(p))) => {
-                            rv = p.metadata.resource_version.clone().unwrap_or_default();
-                            let _ = tx.send(View::Gone);
-                        }
-                        Ok(Some(WatchEvent::Bookmark(b))) => rv = b.metadata.resource_version,
-                        Ok(Some(WatchEvent::Error(s))) if s.code == 410 => {
-                            tracing::info!(resource_version = %rv, "watch expired (410); re-listing");
-                            rv.clear();
-                            break;
-                        }
-                        Ok(Some(WatchEvent::Error(s))) => {
-                            tracing::warn!(code = s.code, message = %s.message, "watch error event; restarting the watch");
-                            break;
-                        }
-                        Ok(None) => break,
-                        Err(e) => {
-                            tracing::debug!(error = %argoexec_kube::chain(&e), "watch stream failed; resuming");
-                            failures += 1;
-                            break;
-                        }
-                    }
+                if !follow(stream, &tx, &mut r, &stop).await {
+                    return;
                 }
             }
             Err(e) => {
                 let (kind, mut message) = argoexec_kube::client::describe(&e, &server, "watch pods");
-                if kind == ErrorKind::Denied || kind == ErrorKind::Fatal || failures >= MAX_FAILURES {
+                if kind == ErrorKind::Denied || kind == ErrorKind::Fatal || r.failures >= MAX_FAILURES {
                     if kind == ErrorKind::Denied {
                         message.push_str(" (the k8sapi executor needs `pods: watch` on its own pod; see docs/backends/k8sapi.md)");
                     }
                     let _ = tx.send(View::Failed(kind, message));
                     return;
                 }
-                failures += 1;
-                tracing::debug!(%message, failures, "watch request failed; retrying");
+                r.failures += 1;
+                tracing::debug!(%message, failures = r.failures, "watch request failed; retrying");
             }
         }
-        if failures > 0 {
+        if r.failures > 0 {
             tokio::select! {
                 () = stop.cancelled() => return,
-                () = tokio::time::sleep(backoff) => {}
+                () = tokio::time::sleep(r.backoff) => {}
             }
-            backoff = (backoff * 2).min(Duration::from_secs(5));
+            r.backoff = (r.backoff * 2).min(Duration::from_secs(5));
         }
     }
 }
