@@ -104,31 +104,49 @@ impl PnsExecutor {
         }
         let tracker = match EARLY.get() {
             Some(t) => t.clone(),
-            None => tracker_from_env()
-                .map_err(|e| error(ErrorKind::Fatal, "start", "process tracker", e.to_string()))?,
+            None => tracker_from_env().map_err(|e| {
+                error(ErrorKind::Fatal, "start", "process tracker", "cannot scan /proc").with_source(e)
+            })?,
         };
-        let interval = tracker.interval();
-        let api = if argoexec_kube::InClusterConfig::from_env(paths)
-            .ok()
-            .flatten()
-            .is_some()
-        {
-            Some(
-                K8sApiExecutor::new(paths, namespace, pod_name)
-                    .map_err(|e| error(ErrorKind::Fatal, "connect to", "API server", e.to_string()))?,
-            )
-        } else {
-            None
+        let ic = argoexec_kube::InClusterConfig::from_env(paths).ok().flatten();
+        let api = match ic {
+            Some(ic) => Some(
+                K8sApiExecutor::from_config(&ic, namespace, pod_name).map_err(|e| {
+                    error(
+                        ErrorKind::Fatal,
+                        "connect to",
+                        "API server",
+                        "cannot set up the API client",
+                    )
+                    .with_source(e)
+                })?,
+            ),
+            None => None,
         };
         let kubelet = if api.is_none() && std::env::var_os("ARGO_KUBELET_HOST").is_some() {
-            let config = KubeletConfig::from_env(|k| std::env::var(k).ok())
-                .map_err(|e| error(ErrorKind::Fatal, "configure", "kubelet", e.to_string()))?;
-            Some(Arc::new(KubeletExecutor::new(
-                config, paths, namespace, pod_name,
-            )?))
+            let config = KubeletConfig::from_env(|k| std::env::var(k).ok()).map_err(|e| {
+                error(
+                    ErrorKind::Fatal,
+                    "configure",
+                    "kubelet",
+                    "bad kubelet configuration",
+                )
+                .with_source(e)
+            })?;
+            Some(KubeletExecutor::new(config, paths, namespace, pod_name)?)
         } else {
             None
         };
+        Ok(Self::from_parts(tracker, api, kubelet))
+    }
+
+    /// A pns backend over a running `tracker`, with the API server backend `api` (logs,
+    /// exit codes, the fallback watch, the pod lookup) or else `kubelet` (logs only).
+    pub fn from_parts(
+        tracker: Tracker,
+        api: Option<K8sApiExecutor>,
+        kubelet: Option<KubeletExecutor>,
+    ) -> Self {
         tracing::info!(
             logs = if api.is_some() {
                 "API server pods/log"
@@ -137,14 +155,45 @@ impl PnsExecutor {
             } else {
                 "none"
             },
-            ?interval,
+            interval = ?tracker.interval(),
             "pns executor: tracking the shared process namespace"
         );
-        Ok(Self {
+        Self {
             tracker,
             api,
-            kubelet,
-        })
+            kubelet: kubelet.map(Arc::new),
+        }
+    }
+
+    /// Set how long `wait` waits for the API server's pod watch to deliver this pod before
+    /// failing with `NotFound` (default 60 s; [`argoexec_kube::lookup`] has the rule).
+    #[must_use]
+    pub fn with_pod_lookup_timeout(mut self, bound: Duration) -> Self {
+        self.api = self.api.map(|a| a.with_pod_lookup_timeout(bound));
+        self.kubelet = self
+            .kubelet
+            .map(|k| Arc::new((*k).clone().with_pod_lookup_timeout(bound)));
+        self
+    }
+
+    /// Resolves only when the API server's pod watch has not delivered this pod within the
+    /// pod-lookup bound, with that `NotFound` error (tagged as a pns wait of `who`); pends
+    /// forever otherwise — also without an API server, and when the watch fails for another
+    /// reason (denied: the pidfds still tell the exits; the failure is logged).
+    async fn pod_missing(&self, who: &str) -> RuntimeError {
+        if let Some(api) = &self.api {
+            match api.pod().await {
+                Ok(_) => {}
+                Err(mut e) if e.is_not_found() => {
+                    e.backend = KIND;
+                    e.action = "wait for";
+                    e.container = who.to_string();
+                    return e;
+                }
+                Err(e) => tracing::warn!(error = %e, "cannot look the pod up through the API server"),
+            }
+        }
+        std::future::pending().await
     }
 
     /// Name unnamed processes from the pod status's container ids; true when any was named.
@@ -319,7 +368,15 @@ impl RuntimeExecutor for PnsExecutor {
         let p = path.to_path_buf();
         tokio::task::spawn_blocking(move || files::read(root, &p))
             .await
-            .map_err(|e| error(ErrorKind::Fatal, "read file from", container, e.to_string()))?
+            .map_err(|e| {
+                error(
+                    ErrorKind::Fatal,
+                    "read file from",
+                    container,
+                    "the reading task failed",
+                )
+                .with_source(e)
+            })?
             .map_err(|(k, m)| error(k, "read file from", container, unsettled(k, m, fin)))
     }
 
@@ -334,7 +391,15 @@ impl RuntimeExecutor for PnsExecutor {
         let (s, d) = (src.to_path_buf(), dest.to_path_buf());
         let n = tokio::task::spawn_blocking(move || files::archive_to(root, &s, &d, level))
             .await
-            .map_err(|e| error(ErrorKind::Fatal, "copy file from", container, e.to_string()))?
+            .map_err(|e| {
+                error(
+                    ErrorKind::Fatal,
+                    "copy file from",
+                    container,
+                    "the archiving task failed",
+                )
+                .with_source(e)
+            })?
             .map_err(|(k, m)| error(k, "copy file from", container, unsettled(k, m, fin)))?;
         tracing::debug!(container, src = %src.display(), tar_bytes = n, "archived through the held root");
         Ok(())
@@ -361,8 +426,12 @@ impl RuntimeExecutor for PnsExecutor {
         cancel: CancellationToken,
     ) -> Result<Vec<ContainerExit>, RuntimeError> {
         self.tracker.expect(containers);
-        let codes =
-            futures::future::try_join_all(containers.iter().map(|c| self.wait_one(c, &cancel))).await?;
+        let who = containers.join(",");
+        let mains = futures::future::try_join_all(containers.iter().map(|c| self.wait_one(c, &cancel)));
+        let codes = tokio::select! {
+            codes = mains => codes?,
+            e = self.pod_missing(&who) => return Err(e),
+        };
         let mut exits: Vec<ContainerExit> = containers
             .iter()
             .zip(codes)
