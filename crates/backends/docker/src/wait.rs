@@ -121,7 +121,9 @@ impl DockerExecutor {
         })
     }
 
-    /// One pass over the pending names: move the terminated ones to `done`.
+    /// One pass over the pending names: move the terminated ones to `done`. On an error
+    /// `pending` and `done` are left as they were, so a retry (a daemon that stopped
+    /// answering between the listing and an inspection) still waits for every name.
     async fn evaluate(
         &self,
         action: &'static str,
@@ -131,21 +133,23 @@ impl DockerExecutor {
         let pod = self.pod_containers(action, &pending.join(",")).await?;
         let mut still = Vec::new();
         let mut why = Vec::new();
-        for name in pending.drain(..) {
-            let status = match pod.get(&name) {
+        let mut exited = Vec::new();
+        for name in pending.iter() {
+            let status = match pod.get(name) {
                 None => Status::Pending("not created yet"),
-                Some(c) => self.status(action, &name, &c.id).await?,
+                Some(c) => self.status(action, name, &c.id).await?,
             };
             match status {
-                Status::Exited(code) => {
-                    tracing::debug!(container = %name, exit_code = ?code, "container terminated");
-                    done.insert(name, code);
-                }
+                Status::Exited(code) => exited.push((name.clone(), code)),
                 Status::Pending(reason) => {
                     why.push((name.clone(), reason));
-                    still.push(name);
+                    still.push(name.clone());
                 }
             }
+        }
+        for (name, code) in exited {
+            tracing::debug!(container = %name, exit_code = ?code, "container terminated");
+            done.insert(name, code);
         }
         *pending = still;
         Ok(why)
