@@ -17,8 +17,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use argoexec_backend_docker::DockerExecutor;
 use argoexec_backend_docker::identity::{LABEL_CONTAINER, LABEL_NAMESPACE, LABEL_POD};
+use argoexec_backend_docker::{DockerExecutor, PodRef};
 use argoexec_bench::{Row, secs as fmt_secs, size_label, speed_ratio};
 use argoexec_runtime::RuntimeExecutor;
 use bollard::models::{ContainerCreateBody, HostConfig};
@@ -55,7 +55,7 @@ fn child_ours(pod: &str, src: &str, out: &str, level: &str) {
     let level: u32 = level.parse().unwrap_or(6);
     let rt = runtime();
     let secs = rt.block_on(async {
-        let exec = DockerExecutor::connect(Path::new(SOCKET), NAMESPACE, pod)
+        let exec = DockerExecutor::connect(Path::new(SOCKET), PodRef::by_namespace(NAMESPACE, pod))
             .await
             .unwrap_or_else(|e| die(&format!("connect: {e}")));
         let t = Instant::now();
@@ -95,7 +95,7 @@ fn prepare(pod: &str, size_mib: u64) -> String {
     );
     let rt = runtime();
     rt.block_on(async {
-        let exec = DockerExecutor::connect(Path::new(SOCKET), NAMESPACE, pod)
+        let exec = DockerExecutor::connect(Path::new(SOCKET), PodRef::by_namespace(NAMESPACE, pod))
             .await
             .unwrap_or_else(|e| die(&format!("connect: {e} (is Docker running?)")));
         println!("docker API version {}", exec.api_version());

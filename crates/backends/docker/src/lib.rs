@@ -7,11 +7,11 @@
 //!
 //! | seam method | Docker API |
 //! |---|---|
-//! | container identity | `GET /containers/json?all` filtered by the pod's dockershim labels ([`identity`]) |
+//! | container identity | `GET /containers/json?all` filtered by the pod's labels: UID and name, else namespace and name ([`identity`]) |
 //! | get file contents | `GET /containers/{id}/archive` → the tar's single file (works after exit) |
 //! | copy file | the same archive, streamed and re-written as `basename(src)` in a `.tar.gz` |
 //! | output stream | `GET /containers/{id}/logs`, stdout-only or combined |
-//! | wait | `GET /events` for the pod, re-evaluating `inspect` on each event |
+//! | wait | `GET /events` for the pod, re-evaluating `inspect` on each event; no container of the pod at all for the pod-lookup bound is `NotFound` |
 //! | kill | `POST /containers/{id}/kill` SIGTERM, grace, SIGKILL |
 //! | list names | the label-filtered listing |
 //!
@@ -47,36 +47,51 @@ pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long `wait` rides out a daemon that does not answer (a restart) before giving up.
 pub const DEFAULT_OUTAGE_TOLERANCE: Duration = Duration::from_secs(120);
+/// How long `wait` tolerates listings without any container of the pod (the wait container
+/// itself is one, so an empty listing means a wrong identity or another runtime) before it
+/// fails with `NotFound`.
+pub const DEFAULT_POD_LOOKUP_TIMEOUT: Duration = Duration::from_secs(60);
+
+pub use identity::{NoPodIdentity, PodRef};
 
 /// The docker backend for one pod.
 #[derive(Debug, Clone)]
 pub struct DockerExecutor {
     docker: Docker,
     socket: PathBuf,
-    namespace: String,
-    pod_name: String,
+    pod: PodRef,
     idle_timeout: Duration,
     outage: Duration,
+    lookup: Duration,
 }
 
 impl DockerExecutor {
     /// Connect to the daemon on the unix socket `socket` (e.g. `/var/run/docker.sock`) and
     /// agree on an API version (an older daemon, such as Engine 20.10 with API 1.41, is
-    /// spoken to at its version), for the pod `namespace`/`pod_name`.
+    /// spoken to at its version), for the containers of `pod`.
     ///
     /// # Errors
     /// `Transient` when the socket is missing or the daemon does not answer, `Denied` when it
     /// refuses, `Fatal` otherwise.
-    pub async fn connect(socket: &Path, namespace: &str, pod_name: &str) -> Result<Self, RuntimeError> {
+    pub async fn connect(socket: &Path, pod: PodRef) -> Result<Self, RuntimeError> {
         let docker = connect::connect(socket, DEFAULT_REQUEST_TIMEOUT).await?;
         Ok(Self {
             docker,
             socket: socket.to_path_buf(),
-            namespace: namespace.to_string(),
-            pod_name: pod_name.to_string(),
+            pod,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             outage: DEFAULT_OUTAGE_TOLERANCE,
+            lookup: DEFAULT_POD_LOOKUP_TIMEOUT,
         })
+    }
+
+    /// Set how long `wait` tolerates listings without any container of the pod before it
+    /// fails with `NotFound` (default [`DEFAULT_POD_LOOKUP_TIMEOUT`]). A pod that has
+    /// containers, but not yet the one waited for, is waited for without a bound.
+    #[must_use]
+    pub fn with_pod_lookup_timeout(mut self, bound: Duration) -> Self {
+        self.lookup = bound;
+        self
     }
 
     /// Set how long `wait` keeps retrying while the daemon does not answer (default
@@ -119,9 +134,9 @@ impl DockerExecutor {
         &self.docker
     }
 
-    /// The pod this backend looks at, as `(namespace, name)`.
-    pub fn pod(&self) -> (&str, &str) {
-        (&self.namespace, &self.pod_name)
+    /// The pod this backend looks at.
+    pub fn pod(&self) -> &PodRef {
+        &self.pod
     }
 }
 

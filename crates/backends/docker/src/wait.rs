@@ -13,6 +13,13 @@
 //! container") is re-mapped at the next evaluation. Each exit code comes from inspecting
 //! `State.ExitCode`.
 //!
+//! A listing without any container of the pod (not even the wait container, which is one of
+//! them) means the backend looks for the wrong pod or at the wrong runtime: after the
+//! pod-lookup bound (`with_pod_lookup_timeout`, default 60 s, counted from the first empty
+//! listing and reset by any non-empty one) the wait ends with `NotFound` naming the pod, the
+//! labels and the likely cause. A pod whose containers are listed, but not yet the one
+//! waited for (image pulling), is waited for without a bound.
+//!
 //! A daemon that stops answering (a restart) is retried with backoff for the executor's
 //! outage tolerance (`with_outage_tolerance`, default 120 s); containers kept by
 //! `live-restore`, or stopped by the shutdown, are then judged as usual. A socket mounted as a
@@ -35,6 +42,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::DockerExecutor;
 use crate::errors::{error, map_err, status_of};
+use crate::identity::newest_by_name;
 
 /// Safety re-evaluation interval, in case an event stream silently stops delivering (the
 /// stream is the mechanism; this only bounds the damage of a broken one).
@@ -53,6 +61,67 @@ pub(crate) enum Outcome {
     Done(Vec<ContainerExit>),
     /// The deadline passed; these names were still running (or not there yet).
     TimedOut(Vec<String>),
+}
+
+/// The state of one wait, carried from one evaluation to the next.
+struct Waiting<'a> {
+    action: &'static str,
+    names: &'a [String],
+    who: String,
+    pending: Vec<String>,
+    done: BTreeMap<String, Option<i32>>,
+    backoff: Duration,
+    /// Since when the daemon has not answered (transient failures in a row).
+    down_since: Option<Instant>,
+    /// Since when listings have had no container of the pod at all.
+    absent_since: Option<Instant>,
+}
+
+impl<'a> Waiting<'a> {
+    fn new(action: &'static str, names: &'a [String]) -> Self {
+        let mut pending: Vec<String> = names.to_vec();
+        pending.sort();
+        pending.dedup();
+        Self {
+            action,
+            names,
+            who: names.join(","),
+            pending,
+            done: BTreeMap::new(),
+            backoff: BACKOFF_START,
+            down_since: None,
+            absent_since: None,
+        }
+    }
+
+    fn cancelled(&self) -> RuntimeError {
+        error(ErrorKind::Cancelled, self.action, &self.who, "cancelled")
+    }
+
+    /// Pause for the current backoff (doubling it), or `Cancelled`.
+    async fn back_off(&mut self, cancel: &CancellationToken) -> Result<(), RuntimeError> {
+        pause(self.backoff, cancel, self.action, &self.who).await?;
+        self.backoff = (self.backoff * 2).min(BACKOFF_MAX);
+        Ok(())
+    }
+
+    /// Every name's exit, in the order asked.
+    fn exits(&self) -> Vec<ContainerExit> {
+        self.names
+            .iter()
+            .map(|n| ContainerExit {
+                name: n.clone(),
+                exit_code: self.done.get(n).copied().flatten(),
+            })
+            .collect()
+    }
+}
+
+/// What one evaluation found: why each pending name is pending, and whether the listing had
+/// any container of the pod at all.
+struct Evaluation {
+    why: Vec<(String, &'static str)>,
+    pod_listed: bool,
 }
 
 /// What one evaluation found for one name.
@@ -84,14 +153,13 @@ impl DockerExecutor {
             .map(|d| d.as_secs().saturating_sub(EVENTS_SLACK_SECS))
             .unwrap_or(0)
             .to_string();
-        let mut labels = self.pod_label_filters();
         let filters = HashMap::from([
             ("type", vec!["container".to_string()]),
             (
                 "event",
                 ["create", "start", "die", "destroy"].map(String::from).to_vec(),
             ),
-            ("label", std::mem::take(&mut labels)),
+            ("label", self.pod.label_filters()),
         ]);
         let opts = EventsOptionsBuilder::new()
             .since(&since)
@@ -129,8 +197,10 @@ impl DockerExecutor {
         action: &'static str,
         pending: &mut Vec<String>,
         done: &mut BTreeMap<String, Option<i32>>,
-    ) -> Result<Vec<(String, &'static str)>, RuntimeError> {
-        let pod = self.pod_containers(action, &pending.join(",")).await?;
+    ) -> Result<Evaluation, RuntimeError> {
+        let listing = self.list_pod(action, &pending.join(",")).await?;
+        let pod_listed = !listing.is_empty();
+        let pod = newest_by_name(listing);
         let mut still = Vec::new();
         let mut why = Vec::new();
         let mut exited = Vec::new();
@@ -152,11 +222,129 @@ impl DockerExecutor {
             done.insert(name, code);
         }
         *pending = still;
-        Ok(why)
+        Ok(Evaluation { why, pod_listed })
     }
 
-    /// Wait for `names` until they all terminated, `cancel` fires (`Cancelled`) or the
-    /// optional `deadline` passes ([`Outcome::TimedOut`]).
+    /// The `NotFound` error for a pod none of whose containers has been listed for
+    /// `missing_for`: the pod, the listing, and the likely cause.
+    fn pod_not_found(&self, w: &Waiting<'_>, missing_for: Duration) -> RuntimeError {
+        let cause = match self.pod.uid() {
+            Some(_) => {
+                "this daemon does not run the pod: the node's kubelet uses another container runtime \
+                        (containerd, CRI-O: use the emissary, kubelet or k8sapi executor), or ARGO_POD_UID is not \
+                        this pod's UID"
+            }
+            None => {
+                "the namespace is wrong (ARGO_NAMESPACE when set, else the service account's namespace file; \
+                     set ARGO_POD_UID to find the pod by its UID), or the node's kubelet uses another container \
+                     runtime (containerd, CRI-O: use the emissary, kubelet or k8sapi executor)"
+            }
+        };
+        error(
+            ErrorKind::NotFound,
+            w.action,
+            &w.who,
+            format!(
+                "no container of {} is listed by the Docker daemon at {} (GET /containers/json?all=1 with labels {}) \
+                 for {} s; the wait container is one of the pod's containers, so {cause}",
+                self.pod,
+                self.socket.display(),
+                self.pod.label_filters().join(", "),
+                missing_for.as_secs(),
+            ),
+        )
+    }
+
+    /// Take in an evaluation: the outcome when every name is done, an error when the pod
+    /// has been missing for the pod-lookup bound, `None` to keep waiting.
+    fn settle(&self, w: &mut Waiting<'_>, ev: Evaluation) -> Result<Option<Outcome>, RuntimeError> {
+        if let Some(t) = w.down_since.take() {
+            tracing::info!(after = ?t.elapsed(), "the Docker daemon answers again");
+        }
+        if ev.pod_listed {
+            w.absent_since = None;
+        } else {
+            let since = *w.absent_since.get_or_insert_with(Instant::now);
+            if since.elapsed() >= self.lookup {
+                return Err(self.pod_not_found(w, since.elapsed()));
+            }
+            tracing::debug!(pod = %self.pod, missing_for = ?since.elapsed(), "no container of the pod is listed");
+        }
+        if w.pending.is_empty() {
+            return Ok(Some(Outcome::Done(w.exits())));
+        }
+        tracing::debug!(pending = ?ev.why, "waiting for containers");
+        Ok(None)
+    }
+
+    /// A transient failure: pause and retry while within the outage tolerance, else the
+    /// final error (which names the stale-socket case).
+    async fn ride_out(
+        &self,
+        w: &mut Waiting<'_>,
+        e: RuntimeError,
+        cancel: &CancellationToken,
+    ) -> Result<(), RuntimeError> {
+        let since = *w.down_since.get_or_insert_with(Instant::now);
+        if since.elapsed() >= self.outage {
+            return Err(error(
+                ErrorKind::Transient,
+                w.action,
+                &w.who,
+                format!(
+                    "the Docker daemon has not answered for {} s: it is down, or it restarted and the socket \
+                     mounted into this pod is stale (a restarted daemon listens on a new socket file, a file \
+                     mount keeps the old one: Argo #9129); the emissary, kubelet and k8sapi executors need no \
+                     socket",
+                    since.elapsed().as_secs()
+                ),
+            )
+            .with_source(e));
+        }
+        tracing::warn!(error = %e, down_for = ?since.elapsed(), "the Docker daemon does not answer; retrying");
+        w.back_off(cancel).await
+    }
+
+    /// Block until something may have changed: a container event, the safety re-check,
+    /// `wake` (a deadline), or a broken event stream (re-subscribed after a backoff).
+    async fn next_change(
+        &self,
+        events: &mut Events,
+        w: &mut Waiting<'_>,
+        wake: Instant,
+        cancel: &CancellationToken,
+    ) -> Result<(), RuntimeError> {
+        tokio::select! {
+            () = cancel.cancelled() => return Err(w.cancelled()),
+            () = tokio::time::sleep_until(wake) => {}
+            () = tokio::time::sleep(RECHECK) => {
+                tracing::debug!("no container event for a while; re-checking");
+            }
+            ev = events.next() => match ev {
+                Some(Ok(ev)) => {
+                    w.backoff = BACKOFF_START;
+                    tracing::trace!(action = ?ev.action, "container event");
+                    // Coalesce a burst of events into one re-evaluation.
+                    while let Some(Some(Ok(_))) = events.next().now_or_never() {}
+                }
+                Some(Err(e)) => {
+                    tracing::warn!(error = %e, "docker event stream failed; re-subscribing");
+                    w.back_off(cancel).await?;
+                    *events = self.subscribe();
+                }
+                None => {
+                    tracing::debug!("docker event stream ended; re-subscribing");
+                    w.back_off(cancel).await?;
+                    *events = self.subscribe();
+                }
+            },
+        }
+        Ok(())
+    }
+
+    /// Wait for `names` until they all terminated, `cancel` fires (`Cancelled`), the
+    /// optional `deadline` passes ([`Outcome::TimedOut`]), or no container of the pod has
+    /// been listed for the pod-lookup bound (`NotFound`).
     pub(crate) async fn wait_names(
         &self,
         action: &'static str,
@@ -164,93 +352,32 @@ impl DockerExecutor {
         cancel: &CancellationToken,
         deadline: Option<Instant>,
     ) -> Result<Outcome, RuntimeError> {
-        let who = names.join(",");
-        let mut pending: Vec<String> = names.to_vec();
-        pending.sort();
-        pending.dedup();
-        let mut done = BTreeMap::new();
+        let mut w = Waiting::new(action, names);
         let mut events = self.subscribe();
-        let mut backoff = BACKOFF_START;
-        // Since when the daemon has not answered (transient failures in a row).
-        let mut down_since: Option<Instant> = None;
         let far = Instant::now() + Duration::from_secs(86_400 * 365);
         let deadline_at = deadline.unwrap_or(far);
         loop {
             if cancel.is_cancelled() {
-                return Err(error(ErrorKind::Cancelled, action, &who, "cancelled"));
+                return Err(w.cancelled());
             }
-            match self.evaluate(action, &mut pending, &mut done).await {
-                Ok(why) => {
-                    if let Some(t) = down_since.take() {
-                        tracing::info!(after = ?t.elapsed(), "the Docker daemon answers again");
+            match self.evaluate(action, &mut w.pending, &mut w.done).await {
+                Ok(ev) => {
+                    if let Some(outcome) = self.settle(&mut w, ev)? {
+                        return Ok(outcome);
                     }
-                    if pending.is_empty() {
-                        let exits = names
-                            .iter()
-                            .map(|n| ContainerExit {
-                                name: n.clone(),
-                                exit_code: done.get(n).copied().flatten(),
-                            })
-                            .collect();
-                        return Ok(Outcome::Done(exits));
-                    }
-                    tracing::debug!(pending = ?why, "waiting for containers");
                 }
                 Err(e) if e.kind() == ErrorKind::Transient => {
-                    let since = *down_since.get_or_insert_with(Instant::now);
-                    if since.elapsed() >= self.outage {
-                        return Err(error(
-                            ErrorKind::Transient,
-                            action,
-                            &who,
-                            format!(
-                                "the Docker daemon has not answered for {} s ({e}): it is down, or it \
-                                 restarted and the socket mounted into this pod is stale (a restarted \
-                                 daemon listens on a new socket file, a file mount keeps the old one: \
-                                 Argo #9129); the emissary, kubelet and k8sapi executors need no socket",
-                                since.elapsed().as_secs()
-                            ),
-                        ));
-                    }
-                    tracing::warn!(error = %e, down_for = ?since.elapsed(), "the Docker daemon does not answer; retrying");
-                    pause(backoff, cancel, action, &who).await?;
-                    backoff = (backoff * 2).min(BACKOFF_MAX);
+                    self.ride_out(&mut w, e, cancel).await?;
                     continue;
                 }
                 Err(e) => return Err(e),
             }
             if Instant::now() >= deadline_at {
-                return Ok(Outcome::TimedOut(pending));
+                return Ok(Outcome::TimedOut(w.pending));
             }
-            tokio::select! {
-                () = cancel.cancelled() => {
-                    return Err(error(ErrorKind::Cancelled, action, &who, "cancelled"));
-                }
-                () = tokio::time::sleep_until(deadline_at) => {}
-                () = tokio::time::sleep(RECHECK) => {
-                    tracing::debug!("no container event for a while; re-checking");
-                }
-                ev = events.next() => match ev {
-                    Some(Ok(ev)) => {
-                        backoff = BACKOFF_START;
-                        tracing::trace!(action = ?ev.action, "container event");
-                        // Coalesce a burst of events into one re-evaluation.
-                        while let Some(Some(Ok(_))) = events.next().now_or_never() {}
-                    }
-                    Some(Err(e)) => {
-                        tracing::warn!(error = %e, "docker event stream failed; re-subscribing");
-                        pause(backoff, cancel, action, &who).await?;
-                        backoff = (backoff * 2).min(BACKOFF_MAX);
-                        events = self.subscribe();
-                    }
-                    None => {
-                        tracing::debug!("docker event stream ended; re-subscribing");
-                        pause(backoff, cancel, action, &who).await?;
-                        backoff = (backoff * 2).min(BACKOFF_MAX);
-                        events = self.subscribe();
-                    }
-                },
-            }
+            let lookup_at = w.absent_since.map(|s| s + self.lookup);
+            let wake = lookup_at.map_or(deadline_at, |l| l.min(deadline_at));
+            self.next_change(&mut events, &mut w, wake, cancel).await?;
         }
     }
 

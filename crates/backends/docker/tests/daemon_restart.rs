@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use argoexec_backend_docker::DockerExecutor;
 use argoexec_runtime::RuntimeExecutor;
-use common::{IMAGE, NAMESPACE, TestPod, blocked_on, event_probe};
+use common::{IMAGE, TestPod, blocked_on, event_probe};
 use tokio_util::sync::CancellationToken;
 
 /// The main container: prints `ready`, then exits 7 once `/tmp/go` exists (created by the
@@ -303,7 +303,7 @@ async fn a_socket_mounted_as_a_file_goes_stale_and_says_so() {
         "mount --bind: {}",
         String::from_utf8_lossy(&m.stderr)
     );
-    let exec = DockerExecutor::connect(&mounted, NAMESPACE, &t.pod)
+    let exec = DockerExecutor::connect(&mounted, t.exec.pod().clone())
         .await
         .expect("the mounted socket answers before the restart")
         .with_outage_tolerance(Duration::from_secs(2));

@@ -1,6 +1,7 @@
 //! Shared fixtures of the docker backend's integration tests: a per-test pod of real busybox
-//! containers labelled like dockershim does, removed again when the fixture is dropped (also
-//! on panic), and a tracing hook that tells a test when `wait` is blocked.
+//! containers labelled like dockershim and cri-dockerd do (pod UID, name, namespace,
+//! container name), removed again when the fixture is dropped (also on panic), and a tracing
+//! hook that tells a test when `wait` is blocked.
 
 #![allow(dead_code)]
 
@@ -10,8 +11,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use argoexec_backend_docker::DockerExecutor;
-use argoexec_backend_docker::identity::{LABEL_CONTAINER, LABEL_NAMESPACE, LABEL_POD};
+use argoexec_backend_docker::identity::{LABEL_CONTAINER, LABEL_NAMESPACE, LABEL_POD, LABEL_POD_UID};
+use argoexec_backend_docker::{DockerExecutor, PodRef};
 use bollard::Docker;
 use bollard::models::{ContainerCreateBody, HostConfig};
 use bollard::query_parameters::{LogsOptionsBuilder, WaitContainerOptionsBuilder};
@@ -28,10 +29,12 @@ pub const NAMESPACE: &str = "argoexec-test";
 
 static SEQ: AtomicU32 = AtomicU32::new(0);
 
-/// One test's pod: the executor for it and the containers created in it.
+/// One test's pod: the executor for it (finding it by UID) and the containers created in it.
 pub struct TestPod {
     pub exec: DockerExecutor,
     pub pod: String,
+    pub uid: String,
+    pub namespace: String,
     socket: String,
     ids: Arc<Mutex<Vec<String>>>,
 }
@@ -77,11 +80,20 @@ impl TestPod {
             std::process::id(),
             SEQ.fetch_add(1, Ordering::Relaxed)
         );
+        Self::named(socket, &pod, NAMESPACE).await
+    }
+
+    /// A pod called `pod` in `namespace` with a fresh UID, on the daemon at `socket`.
+    pub async fn named(socket: &str, pod: &str, namespace: &str) -> Option<Self> {
+        let uid = format!("uid-{pod}-{}", SEQ.fetch_add(1, Ordering::Relaxed));
+        let pod_ref = PodRef::new(pod, Some(uid.clone()), Some(namespace.to_string())).expect("a UID");
         let socket = socket.to_string();
-        match DockerExecutor::connect(Path::new(&socket), NAMESPACE, &pod).await {
+        match DockerExecutor::connect(Path::new(&socket), pod_ref).await {
             Ok(exec) => Some(Self {
                 exec,
-                pod,
+                pod: pod.to_string(),
+                uid,
+                namespace: namespace.to_string(),
                 socket,
                 ids: Arc::default(),
             }),
@@ -97,6 +109,13 @@ impl TestPod {
         }
     }
 
+    /// An executor for `pod` on this fixture's daemon.
+    pub async fn executor_for(&self, pod: PodRef) -> DockerExecutor {
+        DockerExecutor::connect(Path::new(&self.socket), pod)
+            .await
+            .expect("connect")
+    }
+
     pub fn docker(&self) -> &Docker {
         self.exec.client()
     }
@@ -104,8 +123,9 @@ impl TestPod {
     /// Create (not start) a container named `name` in this pod running `sh -c script`.
     pub async fn create_with(&self, name: &str, script: &str, tty: bool) -> String {
         let labels = HashMap::from([
-            (LABEL_NAMESPACE.to_string(), NAMESPACE.to_string()),
+            (LABEL_NAMESPACE.to_string(), self.namespace.clone()),
             (LABEL_POD.to_string(), self.pod.clone()),
+            (LABEL_POD_UID.to_string(), self.uid.clone()),
             (LABEL_CONTAINER.to_string(), name.to_string()),
         ]);
         let body = ContainerCreateBody {
