@@ -70,11 +70,26 @@ fn unknown_and_unbuilt_executors() {
             ("ARGO_POD_NAME", "p"),
             ("ARGO_TEMPLATE", "{}"),
             ("ARGO_CONTAINER_RUNTIME_EXECUTOR", "pns"),
+            ("ARGO_NAMESPACE", "default"),
             ("ARGOEXEC_PNS_PROC", "/nonexistent-proc"),
         ],
     );
     assert_eq!(code, 64);
     assert!(log.contains("cannot list /nonexistent-proc"), "{log}");
+    // No namespace at all (no ARGO_NAMESPACE, no service-account file): said at once.
+    let (code, _, log) = run(
+        &["wait"],
+        &[
+            ("ARGO_POD_NAME", "p"),
+            ("ARGO_TEMPLATE", "{}"),
+            ("ARGO_CONTAINER_RUNTIME_EXECUTOR", "k8sapi"),
+        ],
+    );
+    assert_eq!(code, 64);
+    assert!(
+        log.contains("ARGO_NAMESPACE is unset") && log.contains("namespace"),
+        "{log}"
+    );
 }
 
 #[test]

@@ -1,9 +1,10 @@
 //! A template too large for `ARGO_TEMPLATE` (Linux caps one environment string at 128 KiB,
-//! Argo #7586): the pod builder offloads it to a ConfigMap that init mounts and copies to
-//! `/var/run/argo/template`; the step runs to `Succeeded` with every executor kind that
-//! reads the template differently (the emissary's wrapper, wait from the file under docker,
-//! wait under k8sapi), and `argoexec render` shows no `ARGO_TEMPLATE` then. A small template
-//! keeps the variable (Argo compatibility).
+//! Argo #7586): the pod builder offloads it as Argo v3.6+ does — `ARGO_TEMPLATE=offloaded` on
+//! init, the JSON in the `<pod>` ConfigMap (key `ARGO_TEMPLATE`) at `/argo/config` — and init
+//! copies it to `/var/run/argo/template`; the step runs to `Succeeded` with every executor
+//! kind that reads the template differently (the emissary's wrapper, wait from the file under
+//! docker, wait under k8sapi). A small template stays in the variable: on init only for a
+//! v4.1 pod, on every container for a v3.5 one.
 
 mod run_support;
 
@@ -20,8 +21,8 @@ fn script_workflow(pad: usize) -> String {
     )
 }
 
-/// `argoexec render` of `yaml` with `executor`.
-fn render(yaml: &str, executor: &str) -> String {
+/// `argoexec render` of `yaml` with `executor` (and more arguments).
+fn render(yaml: &str, executor: &str, extra: &[&str]) -> String {
     let d = tempfile::tempdir().unwrap();
     let p = d.path().join("wf.yaml");
     std::fs::write(&p, yaml).unwrap();
@@ -29,6 +30,7 @@ fn render(yaml: &str, executor: &str) -> String {
         .arg("render")
         .arg(&p)
         .args(["--executor", executor])
+        .args(extra)
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -44,20 +46,22 @@ fn a_200_kib_script_runs_from_a_config_map() {
     // The staged script: "# " + pad + "\n" + the echo line.
     let source_len = 2 + 200 * 1024 + 1 + y.lines().last().unwrap().trim_start().len() + 1;
     for ex in only(&["emissary", "docker", "k8sapi"]) {
-        let rendered = render(&y, ex);
+        let rendered = render(&y, ex, &[]);
         let (pod, cm) = rendered
             .split_once("\n---\n")
             .expect("the pod, then its ConfigMap");
-        assert!(
-            !pod.contains("ARGO_TEMPLATE"),
-            "{ex}: ARGO_TEMPLATE still in the pod"
+        assert_eq!(
+            pod.matches("name: ARGO_TEMPLATE").count(),
+            1,
+            "{ex}: init only: {pod}"
         );
+        assert!(pod.contains("value: offloaded"), "{ex}");
         assert!(
-            pod.contains("argo-template") && pod.contains("/argo/template"),
+            pod.contains("argo-env-config") && pod.contains("/argo/config"),
             "{ex}: {pod}"
         );
         assert!(
-            cm.contains("kind: ConfigMap") && cm.contains("-template"),
+            cm.contains("kind: ConfigMap") && cm.contains("ARGO_TEMPLATE:"),
             "{ex}: {cm}"
         );
         let r = run_yaml(&y, ex, &[]);
@@ -72,23 +76,28 @@ fn a_200_kib_script_runs_from_a_config_map() {
 }
 
 #[test]
-fn a_small_template_keeps_argo_template() {
+fn a_small_template_stays_in_argo_template() {
     if !docker_available() {
         return;
     }
     let y = script_workflow(1000);
-    let rendered = render(&y, "emissary");
-    assert!(!rendered.contains("\n---\n"), "no ConfigMap: {rendered}");
-    assert_eq!(
-        rendered.matches("name: ARGO_TEMPLATE").count(),
-        3,
-        "init, wait and main: {rendered}"
-    );
-    let r = run_yaml(&y, "emissary", &[]);
-    assert_eq!(r.phase(), "Succeeded", "{}", r.dump());
-    assert!(
-        r.result().is_some_and(|s| s.ends_with(" envfile")),
-        "env and file: {}",
-        r.dump()
-    );
+    for (version, copies, seen) in [("4.1", 1, " file"), ("3.5", 3, " envfile")] {
+        let rendered = render(&y, "emissary", &["--argo-version", version]);
+        assert!(
+            !rendered.contains("\n---\n"),
+            "{version}: no ConfigMap: {rendered}"
+        );
+        assert_eq!(
+            rendered.matches("name: ARGO_TEMPLATE").count(),
+            copies,
+            "{version}: {rendered}"
+        );
+        let r = run_yaml(&y, "emissary", &["--argo-version", version]);
+        assert_eq!(r.phase(), "Succeeded", "{version}: {}", r.dump());
+        assert!(
+            r.result().is_some_and(|s| s.ends_with(seen)),
+            "{version}: main sees the template as{seen}: {}",
+            r.dump()
+        );
+    }
 }

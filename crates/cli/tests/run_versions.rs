@@ -61,7 +61,9 @@ fn every_version_runs_and_reports_as_its_controller_reads_it() {
         let ctx = format!("{v}/{ex}: {}", r.dump());
         assert_eq!(r.phase(), "Succeeded", "{ctx}");
         assert_eq!(r.json["report"]["via"], "WorkflowTaskResult", "{ctx}");
-        let (want, most) = if v == "3.3" {
+        // A v3.3 emissary pod looks like a v3.5 one from inside (ARGO_TEMPLATE, emissary), so
+        // it gets the handshake too, which a v3.3 controller ignores (docs/compatibility.md).
+        let (want, most) = if ex != "emissary" {
             (vec!["true"], 1)
         } else {
             (vec!["false", "true"], 2)
@@ -119,7 +121,7 @@ fn offloaded_templates_and_args_run() {
     - "{big}"
 outputs:
   parameters:
-    - name: n
+    - name: count
       valueFrom: {{path: /tmp/n}}
 "#
         ),
@@ -128,7 +130,7 @@ outputs:
         let r = run_yaml(&yaml, "emissary", &["--argo-version", v]);
         assert_eq!(r.phase(), "Succeeded", "{v}: {}", r.dump());
         assert_eq!(
-            r.param("n").map(|n| n.trim().to_string()).as_deref(),
+            r.param("count").map(|n| n.trim().to_string()).as_deref(),
             Some("143360"),
             "{v}: the long argument arrives as a file: {}",
             r.dump()
@@ -207,12 +209,7 @@ fn forced_polling_runs_the_step() {
     );
     let r = run_yaml(&yaml, "emissary", &["--config", &cm]);
     assert_eq!(r.phase(), "Succeeded", "{}", r.dump());
-    assert_eq!(
-        r.param("out").as_deref(),
-        Some("polled"),
-        "{}",
-        r.dump()
-    );
+    assert_eq!(r.param("out").as_deref(), Some("polled"), "{}", r.dump());
 }
 
 /// Wait SIGTERMed (the pod deleted) while main still runs: it stops main, saves what it has

@@ -63,6 +63,11 @@ pub fn plan(input: &PlanInput<'_>) -> anyhow::Result<Plan> {
     {
         wf.meta.name = format!("{prefix}{}", random_suffix());
     }
+    // As the API server gives every created Workflow a UID (the owner of its task results
+    // and offloaded ConfigMaps, `ARGO_WORKFLOW_UID`); a rendered manifest keeps its own.
+    if input.random_name && wf.meta.uid.is_empty() {
+        wf.meta.uid = random_uid();
+    }
     let (config, warnings) = match input.config {
         Some(p) => {
             let t = std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?;
@@ -158,6 +163,23 @@ fn progress_ticks() -> anyhow::Result<Option<argoexec_podbuilder::ProgressTicks>
         *slot = v.trim().to_string();
     }
     Ok(Some(ticks))
+}
+
+/// A random UUID (version 4) in its usual text form.
+fn random_uid() -> String {
+    let mut b = [0u8; 16];
+    let _ = getrandom::fill(&mut b);
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..]
+    )
 }
 
 /// A random W3C `traceparent` (version 00, sampled).

@@ -174,15 +174,23 @@ pub fn assess(status: &PodStatus, mains: &[String], report: Option<(&Outputs, Op
             );
         }
     }
-    if status
-        .container_statuses
-        .iter()
-        .flatten()
-        .any(|c| term(c).is_none())
-    {
+    // A container that never ran: say why when the node said (CreateContainerConfigError
+    // with the kubelet's message, a refused image, …), as Argo's controller takes it from
+    // the waiting state.
+    let never_ran: Vec<&ContainerStatus> = statuses().filter(|c| term(c).is_none()).collect();
+    if !never_ran.is_empty() {
+        let waiting = never_ran.iter().find_map(|c| {
+            let w = c.state.as_ref()?.waiting.as_ref()?;
+            let reason = w.reason.clone().unwrap_or_default();
+            let message = w.message.clone().unwrap_or_default();
+            (!reason.is_empty() || !message.is_empty())
+                .then(|| format!("container {:?} did not run: {reason}: {message}", c.name))
+        });
         return done(
             Phase::Error,
-            reported.or_else(|| Some("pod ended before all its containers ran".into())),
+            reported
+                .or(waiting)
+                .or_else(|| Some("pod ended before all its containers ran".into())),
         );
     }
     if reported.is_some() {
@@ -251,4 +259,36 @@ pub fn host_path(
     let p = a.location.local.as_ref()?.path.clone();
     let rel = p.strip_prefix(repo_mount)?.trim_start_matches('/');
     Some(repo_host.join(rel).display().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(v: Value) -> PodStatus {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn a_container_that_never_ran_says_why() {
+        let s = status(json!({"phase": "Failed", "containerStatuses": [
+            {"name": "wait", "image": "e", "imageID": "", "ready": false, "restartCount": 0,
+             "state": {"terminated": {"exitCode": 0}}},
+            {"name": "main", "image": "b", "imageID": "", "ready": false, "restartCount": 0,
+             "state": {"waiting": {"reason": "CreateContainerConfigError",
+                                    "message": "secret \"db\" not found"}}}]}));
+        let o = assess(&s, &["main".to_string()], None);
+        assert_eq!(o.phase, Phase::Error);
+        assert_eq!(
+            o.message.as_deref(),
+            Some("container \"main\" did not run: CreateContainerConfigError: secret \"db\" not found")
+        );
+        let bare = status(json!({"containerStatuses": [
+            {"name": "main", "image": "b", "imageID": "", "ready": false, "restartCount": 0, "state": {}}]}));
+        let o = assess(&bare, &["main".to_string()], None);
+        assert_eq!(
+            o.message.as_deref(),
+            Some("pod ended before all its containers ran")
+        );
+    }
 }
