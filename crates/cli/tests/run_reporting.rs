@@ -99,19 +99,24 @@ subjects: [{kind: ServiceAccount, name: default, namespace: default}]
     }
 }
 
+/// The script-result example as a `version` emissary pod whose service account may do nothing.
+fn run_without_rights(version: &str) -> run_support::RunResult {
+    let rbac = tempfile::tempdir().unwrap();
+    std::fs::write(rbac.path().join("none.yaml"), "").unwrap();
+    run_file(
+        &example("script-result.yaml"),
+        "emissary",
+        &["--rbac", rbac.path().to_str().unwrap(), "--argo-version", version],
+        None,
+    )
+}
+
 #[test]
 fn no_reporting_rights_at_all_is_a_step_error_naming_both_failures() {
     if !docker_available() {
         return;
     }
-    let rbac = tempfile::tempdir().unwrap();
-    std::fs::write(rbac.path().join("none.yaml"), "").unwrap();
-    let r = run_file(
-        &example("script-result.yaml"),
-        "emissary",
-        &["--rbac", rbac.path().to_str().unwrap(), "--argo-version", "3.5"],
-        None,
-    );
+    let r = run_without_rights("3.5");
     assert_eq!(r.json["report"]["via"], "none", "{}", r.dump());
     // A wait failure: Error, and the message names both refused calls.
     assert_eq!(r.phase(), "Error", "{}", r.dump());
@@ -175,14 +180,7 @@ fn a_4_1_pod_without_task_result_rights_names_the_missing_rule() {
     if !docker_available() {
         return;
     }
-    let rbac = tempfile::tempdir().unwrap();
-    std::fs::write(rbac.path().join("none.yaml"), "").unwrap();
-    let r = run_file(
-        &example("script-result.yaml"),
-        "emissary",
-        &["--rbac", rbac.path().to_str().unwrap()],
-        None,
-    );
+    let r = run_without_rights("4.1");
     assert_eq!(r.json["report"]["via"], "none", "{}", r.dump());
     assert_eq!(r.phase(), "Error", "{}", r.dump());
     let m = r.message();
