@@ -139,6 +139,7 @@ pub fn run(args: Args) -> i32 {
     }
 }
 
+/// The run, phase by phase: plan, repository, node, pod, wait for the end, read back.
 async fn execute(args: &Args) -> anyhow::Result<(Outcome, PathBuf)> {
     let mut plan = super::plan::plan(&super::plan::PlanInput {
         workflow: &args.workflow,
@@ -151,65 +152,99 @@ async fn execute(args: &Args) -> anyhow::Result<(Outcome, PathBuf)> {
         random_name: true,
         argo_version: args.argo_version,
     })?;
+    let (repo, secrets) = prepare_repository(args, &mut plan)?;
+    let mains = plan.template.main_container_names();
+    let server = start_node(args).await?;
+    // As on a cluster, the config map's kubeletPort matches the node's kubelet.
+    plan.config.kubelet_port = server.kubelet_port();
+    let kubelet_ca = if plan.executor == ExecutorKind::Kubelet
+        && args.kubelet_cert == KubeletCert::SelfSigned
+        && plan.config.kubelet_ca_file.is_none()
+    {
+        plan.config.kubelet_ca_file = Some(format!("{KUBELET_CA_MOUNT}/ca.crt"));
+        Some(write_kubelet_ca(&server, &plan.pod_name)?)
+    } else {
+        None
+    };
+    let built = plan.build(&args.executor_image, &args.executor_loglevel)?;
+    let mut pod = built.pod;
+    attach_repository(&mut pod, &repo);
+    give_key_dir_to_wait(&pod, &repo.join(&plan.wf.meta.name).join(&plan.pod_name))?;
+    if let Some(dir) = &kubelet_ca {
+        attach_host_dir(&mut pod, KUBELET_CA_VOLUME, dir, KUBELET_CA_MOUNT, &["wait"]);
+    }
+    // Removed when this function returns, however it returns.
+    let _ca_guard = kubelet_ca.as_ref().map(|d| RemoveDir(d.clone()));
+    let ns = pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+    create_prerequisites(&server, &ns, &secrets, built.config_map.as_ref())?;
+    let pod_run = session::Session::start(server, &args.rbac, pod, plan.executor, plan.argo_version).await?;
+    let progress = (args.output == Output::Text)
+        .then(|| tokio::spawn(progress::follow(plan.pod_name.clone(), pod_run.status())));
+    let interrupted = follow_to_the_end(&pod_run).await;
+    let status = pod_run.finished().await;
+    if let Some(p) = progress {
+        let _ = p.await;
+    }
+    let outcome = read_back(args, &plan, pod_run, &status, &mains, interrupted).await?;
+    Ok((outcome, repo))
+}
+
+/// The run's artifact repository and the Secrets the pod will name. Precedence of the
+/// archive location: the template's own, then `--artifacts`, then the config map's
+/// `artifactRepository`, then the local repository directory.
+fn prepare_repository(args: &Args, plan: &mut super::plan::Plan) -> anyhow::Result<(PathBuf, Secrets)> {
     let repository = repository::Repository::parse(args.artifacts.as_deref())?;
     let local_dir = match &repository {
         repository::Repository::Local(d) => d.as_deref(),
         repository::Repository::S3 { .. } => None,
     };
     let repo = artifacts_dir(local_dir, &plan.pod_name)?;
-    let mut secrets = std::collections::BTreeMap::new();
-    if let repository::Repository::S3 { bucket, prefix } = &repository {
+    let mut secrets = Secrets::new();
+    let (wf_name, pod_name) = (plan.wf.meta.name.clone(), plan.pod_name.clone());
+    let arch = plan
+        .template
+        .archive_location
+        .get_or_insert_with(ArchiveLocation::default);
+    if let repository::Repository::S3 { bucket, prefix } = &repository
+        && !arch.location.has_location()
+    {
         let opts = repository::S3Options {
             endpoint: args.s3_endpoint.clone(),
             region: args.s3_region.clone(),
             insecure: args.s3_insecure,
         };
-        let arch = plan
-            .template
-            .archive_location
-            .get_or_insert_with(ArchiveLocation::default);
-        if !arch.location.has_location() {
-            let (loc, s) = repository::s3_archive(bucket, prefix, &opts, &plan.wf.meta.name, &plan.pod_name)?;
-            arch.location = loc;
-            secrets = s;
-        }
+        let (loc, s) = repository::s3_archive(bucket, prefix, &opts, &wf_name, &pod_name)?;
+        arch.location = loc;
+        secrets = s;
     }
-    // Precedence: the template's own archiveLocation, then --artifacts, then the config
-    // map's artifactRepository, then the local temp repository.
-    if let (Some(repo_cfg), None) = (&plan.config.artifact_repository, &args.artifacts) {
-        let arch = plan
-            .template
-            .archive_location
-            .get_or_insert_with(ArchiveLocation::default);
-        if !arch.location.has_location() {
-            let from = argoexec_podbuilder::repository::archive_location(
-                repo_cfg,
-                &plan.wf.meta.name,
-                "default",
-                &plan.pod_name,
-            )
-            .map_err(|m| anyhow::anyhow!("artifactRepository: {m}"))?;
-            arch.archive_logs = arch.archive_logs.or(from.archive_logs);
-            arch.location = from.location;
-        }
+    if let (Some(repo_cfg), None) = (&plan.config.artifact_repository, &args.artifacts)
+        && !arch.location.has_location()
+    {
+        let from =
+            argoexec_podbuilder::repository::archive_location(repo_cfg, &wf_name, "default", &pod_name)
+                .map_err(|m| anyhow::anyhow!("artifactRepository: {m}"))?;
+        arch.archive_logs = arch.archive_logs.or(from.archive_logs);
+        arch.location = from.location;
+    }
+    if !arch.location.has_location() {
+        let key = format!("{REPO_MOUNT}/{wf_name}/{pod_name}");
+        arch.location = ArtifactLocation {
+            local: Some(LocalArtifact { path: key }),
+            ..ArtifactLocation::default()
+        };
     }
     for s in &args.secrets {
         let (name, data) = repository::secret_from_dir(s)?;
         secrets.insert(name, data);
     }
-    let key = format!("{REPO_MOUNT}/{}/{}", plan.wf.meta.name, plan.pod_name);
-    let arch = plan
-        .template
-        .archive_location
-        .get_or_insert_with(|| ArchiveLocation {
-            archive_logs: None,
-            location: ArtifactLocation::default(),
-        });
-    if !arch.location.has_location() {
-        arch.location.local = Some(LocalArtifact { path: key });
-    }
-    let mains = plan.template.main_container_names();
+    Ok((repo, secrets))
+}
 
+/// Secret name → key → value.
+type Secrets = std::collections::BTreeMap<String, std::collections::BTreeMap<String, Vec<u8>>>;
+
+/// Start the local node with the run's settings.
+async fn start_node(args: &Args) -> anyhow::Result<argoexec_node_server::NodeServer> {
     let defaults = NodeConfig::default();
     let node = NodeConfig {
         docker_socket: args.docker_socket.clone(),
@@ -232,51 +267,37 @@ async fn execute(args: &Args) -> anyhow::Result<(Outcome, PathBuf)> {
     if let Some(f) = &args.faults {
         server.faults = f.clone();
     }
-    let server = argoexec_node_server::NodeServer::start(server).await?;
-    // As on a cluster, the config map's kubeletPort matches the node's kubelet.
-    plan.config.kubelet_port = server.kubelet_port();
-    let kubelet_ca = if plan.executor == ExecutorKind::Kubelet
-        && args.kubelet_cert == KubeletCert::SelfSigned
-        && plan.config.kubelet_ca_file.is_none()
-    {
-        plan.config.kubelet_ca_file = Some(format!("{KUBELET_CA_MOUNT}/ca.crt"));
-        Some(write_kubelet_ca(&server, &plan.pod_name)?)
-    } else {
-        None
-    };
-    let built = plan.build(&args.executor_image, &args.executor_loglevel)?;
-    let mut pod = built.pod;
-    attach_repository(&mut pod, &repo);
-    give_key_dir_to_wait(&pod, &repo.join(&plan.wf.meta.name).join(&plan.pod_name))?;
-    if let Some(dir) = &kubelet_ca {
-        attach_host_dir(&mut pod, KUBELET_CA_VOLUME, dir, KUBELET_CA_MOUNT, &["wait"]);
-    }
-    // Removed when this function returns, however it returns.
-    let _ca_guard = kubelet_ca.as_ref().map(|d| RemoveDir(d.clone()));
-    // The secrets the pod names (`--secret`, the S3 repository's credentials) are Secret
-    // objects of the node's API, as `kubectl create secret` makes them, created first.
-    let ns = pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
-    for (name, data) in &secrets {
+    Ok(argoexec_node_server::NodeServer::start(server).await?)
+}
+
+/// The objects the pod needs before it is created, as a controller (and `kubectl create
+/// secret`) makes them: the Secrets it names (`--secret`, the S3 repository's credentials)
+/// and the `<pod>` ConfigMap of what was too large for it. They live in the node's API
+/// store, which goes when the run ends, like the pod.
+fn create_prerequisites(
+    server: &argoexec_node_server::NodeServer,
+    ns: &str,
+    secrets: &Secrets,
+    config_map: Option<&k8s_openapi::api::core::v1::ConfigMap>,
+) -> anyhow::Result<()> {
+    for (name, data) in secrets {
         server
-            .create_secret(&ns, secret_object(name, data))
+            .create_secret(ns, secret_object(name, data))
             .map_err(|e| anyhow::anyhow!("the node's API refused Secret {name}: {}", e.message))?;
     }
-    // What was too large for the pod (a template or args above 128 KiB) travels in the
-    // `<pod>` ConfigMap, created before the pod as the controller does; it lives in the
-    // node's API store, which goes when the run ends, like the pod.
-    if let Some(cm) = &built.config_map {
+    if let Some(cm) = config_map {
         server
-            .create_config_map(&ns, serde_json::to_value(cm)?)
+            .create_config_map(ns, serde_json::to_value(cm)?)
             .map_err(|e| anyhow::anyhow!("the node's API refused the pod's ConfigMap: {}", e.message))?;
     }
-    let pod_run = session::Session::start(server, &args.rbac, pod, plan.executor, plan.argo_version).await?;
-    let name = plan.pod_name.clone();
-    let progress =
-        (args.output == Output::Text).then(|| tokio::spawn(progress::follow(name, pod_run.status())));
+    Ok(())
+}
 
-    // Like the controller, a step is over once wait has reported: sidecars the executor
-    // could not stop (a PID 1 without a SIGTERM handler cannot be signalled from inside
-    // its container) are stopped by deleting the pod after SIDECAR_GRACE.
+/// Wait for the pod to end; returns whether the user interrupted the run. Like the
+/// controller, a step is over once wait has reported: sidecars the executor could not stop
+/// (a PID 1 without a SIGTERM handler cannot be signalled from inside its container) are
+/// stopped by deleting the pod after `SIDECAR_GRACE`.
+async fn follow_to_the_end(pod_run: &session::Session) -> bool {
     let after_wait = async {
         tokio::select! {
             _ = pod_run.finished() => return,
@@ -305,10 +326,19 @@ async fn execute(args: &Args) -> anyhow::Result<(Outcome, PathBuf)> {
             _ = interrupt() => pod_run.stop(Duration::ZERO),
         }
     }
-    let status = pod_run.finished().await;
-    if let Some(p) = progress {
-        let _ = p.await;
-    }
+    interrupted
+}
+
+/// Read the outputs back, clean up (or keep) the pod, and assess the node as the controller
+/// would.
+async fn read_back(
+    args: &Args,
+    plan: &super::plan::Plan,
+    pod_run: session::Session,
+    status: &k8s_openapi::api::core::v1::PodStatus,
+    mains: &[String],
+    interrupted: bool,
+) -> anyhow::Result<Outcome> {
     if let Some(dir) = &args.logs {
         pod_run
             .save_logs(dir)
@@ -336,11 +366,11 @@ async fn execute(args: &Args) -> anyhow::Result<(Outcome, PathBuf)> {
     } else {
         pod_run.cleanup().await.context("cleaning up the pod")?;
     }
-    if let Some(m) = session::Session::start_failure(&status) {
+    if let Some(m) = session::Session::start_failure(status) {
         return Err(session::start_error(m));
     }
     let reported = (report.via != "none").then_some((&report.outputs, report.message.as_deref()));
-    let mut outcome = outcome::assess(&status, &mains, reported);
+    let mut outcome = outcome::assess(status, mains, reported);
     outcome.report_via = report.via;
     outcome.completed_labels = report.completed_labels;
     outcome.task_result = report.task_result;
@@ -355,7 +385,7 @@ async fn execute(args: &Args) -> anyhow::Result<(Outcome, PathBuf)> {
         outcome.phase = Phase::Error;
         outcome.message = Some("pod deleted".into());
     }
-    Ok((outcome, repo))
+    Ok(outcome)
 }
 
 /// A `v1` Secret named `name` holding `data` (base64, as the API stores it).
