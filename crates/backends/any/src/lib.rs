@@ -91,10 +91,10 @@ pub enum AnyRuntime {
     Pns(PnsExecutor),
 }
 
-/// Work a backend wants done before anything else in `wait`, given the executor name from
+/// Work a backend wants done before anything else in `wait`, given the executor parsed from
 /// `ARGO_CONTAINER_RUNTIME_EXECUTOR`: pns starts tracking processes.
-pub fn prestart(executor: Option<&str>) {
-    if executor == Some("pns") {
+pub fn prestart(executor: Option<ExecutorKind>) {
+    if executor == Some(ExecutorKind::Pns) {
         argoexec_backend_pns::start_early();
     }
 }
