@@ -236,15 +236,24 @@ impl Api {
             }
             ("", "v1", "configmaps") => objects::handle(self, req, t, verb, q, &objects::CONFIG_MAPS).await,
             ("", "v1", "secrets") => objects::handle(self, req, t, verb, q, &objects::SECRETS).await,
-            ("", "v1", "nodes") => discovery::nodes(&self, &t),
-            ("", "v1", "namespaces") => discovery::namespace(&t),
+            ("", "v1", "nodes") => {
+                crate::http::drain(req).await;
+                discovery::nodes(&self, &t)
+            }
+            ("", "v1", "namespaces") => {
+                crate::http::drain(req).await;
+                discovery::namespace(&t)
+            }
             ("", "v1", "serviceaccounts") if t.subresource.as_deref() == Some("token") => {
                 discovery::token_request(&self, req, &t).await
             }
             ("authorization.k8s.io", "v1", "selfsubjectaccessreviews") => {
                 discovery::self_review(&self, req, &who).await
             }
-            _ => Err(ApiError::no_route()),
+            _ => {
+                crate::http::drain(req).await;
+                Err(ApiError::no_route())
+            }
         }
     }
 
@@ -260,7 +269,10 @@ impl Api {
                 Ok(crate::http::json(200, &json!({"compactedAt": rv.to_string()})))
             }
             "/openapi/v2" => Ok(discovery::openapi_v2(&req)),
-            p => discovery::non_resource(&self, p),
+            p => {
+                crate::http::drain(req).await;
+                discovery::non_resource(&self, p)
+            }
         }
     }
 }

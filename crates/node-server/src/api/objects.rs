@@ -255,11 +255,20 @@ pub(super) async fn handle(
             })
             .await
         }
-        ("delete", Some(ns), Some(n), None) => delete(&api, kind, ns, n),
+        // An answer given without reading the request's body must still read it, or HTTP/1.1
+        // loses the connection for the client's next request (kube-apiserver discards it).
+        ("delete", Some(ns), Some(n), None) => {
+            crate::http::drain(req).await;
+            delete(&api, kind, ns, n)
+        }
         ("deletecollection", Some(ns), None, None) if rules.delete_collection => {
+            crate::http::drain(req).await;
             delete_collection(&api, kind, ns, &q)
         }
-        _ => Err(ApiError::method_not_allowed(verb)),
+        _ => {
+            crate::http::drain(req).await;
+            Err(ApiError::method_not_allowed(verb))
+        }
     }
 }
 

@@ -49,7 +49,10 @@ pub(super) async fn handle(
         }
         ("get", Some(ns), Some(n), Some("log")) => log(&api, ns, n, &q).await,
         ("get" | "create", Some(ns), Some(n), Some("exec")) => exec(&api, req, ns, n, &q).await,
-        _ => Err(ApiError::method_not_allowed(verb)),
+        _ => {
+            crate::http::drain(req).await;
+            Err(ApiError::method_not_allowed(verb))
+        }
     }
 }
 
