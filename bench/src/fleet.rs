@@ -7,13 +7,15 @@
 //! Per step it records: the phase, the output parameter read back from the task result (the
 //! step writes its own node ID, so a lost or crossed output shows), the task-result writes the
 //! node counted for that pod (creates and patches), the `report-outputs-completed` labels seen,
-//! and the time from main's exit to the label `"true"`. Both instants are when this process
-//! saw the change in the node's store (main's `terminated` state, which the node sets on the
-//! engine's `die` event; the task result's label), on one clock.
+//! and the time from main's exit to the label `"true"`: main's exit is the engine's
+//! `State.FinishedAt` of the main container (nanoseconds; it lags the process's exit by the
+//! shim's reaping, ~10–20 ms here), the label's time is when this process saw the change in
+//! the node's store; both on the host's clock. (The node's own pod status is no reference:
+//! it follows the engine's `die` event, which the emissary's wait often beats.)
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::{Duration, SystemTime};
 
 use argoexec_core::{ArgoVersion, ExecutorKind, Template};
 use argoexec_node::NodeConfig;
@@ -108,8 +110,7 @@ fn rbac(version: ArgoVersion) -> String {
 #[derive(Default)]
 struct Seen {
     phase: Option<String>,
-    main_exit: Option<Instant>,
-    final_at: Option<Instant>,
+    final_at: Option<SystemTime>,
     labels: Vec<String>,
 }
 
@@ -164,7 +165,7 @@ async fn drive(server: &NodeServer, cfg: &FleetConfig) -> Result<FleetReport, Fl
     let (config, tpl) = (ControllerConfig::default(), template());
     let mut events = server.subscribe();
     let mut seen: BTreeMap<String, Seen> = BTreeMap::new();
-    let start = Instant::now();
+    let start = std::time::Instant::now();
     for i in 0..cfg.steps {
         let name = format!("fleet-{i}");
         let built = build_pod(&wf, &tpl, &name, &config, ExecutorKind::Emissary, &opts)?;
@@ -184,37 +185,44 @@ async fn drive(server: &NodeServer, cfg: &FleetConfig) -> Result<FleetReport, Fl
             }
         };
         match ev {
-            Ok(ev) => note(&mut seen, &ev.object, Instant::now()),
+            Ok(ev) => note(&mut seen, &ev.object, SystemTime::now()),
             Err(RecvError::Lagged(_)) => resync(server, &mut seen),
             Err(RecvError::Closed) => return Err("the node's change feed closed".into()),
         }
     }
     let wall = start.elapsed();
-    Ok(FleetReport {
-        steps: seen
-            .into_iter()
-            .map(|(name, s)| report(server, name, s))
-            .collect(),
-        wall,
-    })
+    let docker = bollard::Docker::connect_with_unix_defaults()?;
+    let mut steps = Vec::with_capacity(seen.len());
+    for (name, s) in seen {
+        let exit = main_finished(server, &docker, &name).await;
+        steps.push(report(server, name, s, exit));
+    }
+    Ok(FleetReport { steps, wall })
+}
+
+/// The engine's `State.FinishedAt` of the pod's main container.
+async fn main_finished(server: &NodeServer, docker: &bollard::Docker, pod: &str) -> Option<SystemTime> {
+    for id in server.container_ids(NS, pod).await {
+        let Ok(info) = docker.inspect_container(&id, None).await else {
+            continue;
+        };
+        let labels = info.config.and_then(|c| c.labels).unwrap_or_default();
+        if labels.get("io.kubernetes.container.name").map(String::as_str) == Some("main") {
+            let at = info.state?.finished_at?;
+            return argoexec_core::env::parse_rfc3339(&at).ok().flatten();
+        }
+    }
+    None
 }
 
 /// Record what an object (a pod or a task result) says.
-fn note(seen: &mut BTreeMap<String, Seen>, o: &Value, now: Instant) {
+fn note(seen: &mut BTreeMap<String, Seen>, o: &Value, now: SystemTime) {
     let name = o["metadata"]["name"].as_str().unwrap_or_default();
     let Some(s) = seen.get_mut(name) else { return };
     match o["kind"].as_str() {
         Some("Pod") => {
             if let Some(p) = o["status"]["phase"].as_str() {
                 s.phase = Some(p.to_string());
-            }
-            let main_done = o["status"]["containerStatuses"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .any(|c| c["name"] == "main" && !c["state"]["terminated"].is_null());
-            if main_done && s.main_exit.is_none() {
-                s.main_exit = Some(now);
             }
         }
         Some("WorkflowTaskResult") => {
@@ -234,7 +242,7 @@ fn note(seen: &mut BTreeMap<String, Seen>, o: &Value, now: Instant) {
 
 /// After a lagged feed: read every step's pod and task result again.
 fn resync(server: &NodeServer, seen: &mut BTreeMap<String, Seen>) {
-    let now = Instant::now();
+    let now = SystemTime::now();
     let names: Vec<String> = seen.keys().cloned().collect();
     for n in names {
         if let Some(p) = server.get_pod(NS, &n) {
@@ -246,7 +254,7 @@ fn resync(server: &NodeServer, seen: &mut BTreeMap<String, Seen>) {
     }
 }
 
-fn report(server: &NodeServer, name: String, s: Seen) -> StepReport {
+fn report(server: &NodeServer, name: String, s: Seen, main_exit: Option<SystemTime>) -> StepReport {
     let output = server.get_task_result(NS, &name).and_then(|t| {
         t["outputs"]["parameters"]
             .as_array()?
@@ -262,8 +270,8 @@ fn report(server: &NodeServer, name: String, s: Seen) -> StepReport {
         .filter(|r| r.call.path.contains("/workflowtaskresults"))
         .map(|r| r.count)
         .sum();
-    let exit_to_final = match (s.main_exit, s.final_at) {
-        (Some(e), Some(f)) => Some(f.saturating_duration_since(e)),
+    let exit_to_final = match (main_exit, s.final_at) {
+        (Some(e), Some(f)) => Some(f.duration_since(e).unwrap_or_default()),
         _ => None,
     };
     StepReport {

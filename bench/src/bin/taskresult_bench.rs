@@ -4,13 +4,13 @@
 //! For each version and each concurrency N, N steps start at once on one fresh local node
 //! ([`argoexec_bench::fleet`]): pods built as that version's controller builds them, the
 //! executor's RBAC limited to Argo's role. Printed per (version, N): steps complete, the
-//! writes per step the node counted (max and mean), p50/p99 of main exit → label `"true"`
-//! as seen in the node's store, and the wall time.
+//! writes per step the node counted (max and mean), p50/p99 of main exit (the engine's
+//! `FinishedAt`) → label `"true"` (seen in the node's store), and the wall time.
 //!
 //! Baseline: no Argo executor image can be pulled here, so none runs beside it; the rows
 //! quote Argo's own report instead (AW#14617: 57 task-result POSTs by one pod at 10 000
-//! pods, before create-once). Goal: at most 2 writes per step (1 for v3.3, which has no
-//! handshake), at every concurrency.
+//! pods, before create-once). Goal: at most 2 writes per step at every concurrency (the
+//! steps are emissary pods; v3.3's other executors write once).
 //!
 //! Usage: `taskresult_bench [--steps 1,50,200] [--versions 3.3,3.5,3.7,4.0,4.1] [--image argoexec:dev]`.
 
@@ -78,7 +78,9 @@ fn main() {
                 ms(p99),
                 report.wall.as_secs_f64()
             );
-            let limit = if v.has_report_handshake() { 2 } else { 1 };
+            // Emissary pods of every version announce and then finalize (a v3.3 emissary
+            // pod is handled as v3.5's: docs/compatibility.md): two writes.
+            let limit = 2;
             Row::new(
                 "taskresult",
                 figure,
