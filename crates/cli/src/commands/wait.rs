@@ -23,7 +23,9 @@ pub type Args = super::StepArgs;
 pub fn run(args: Args) -> i32 {
     // Before any other start-up work: pns must see a quick main's process appear.
     // An unparsable name is reported by the bootstrap below; here it only means "not pns".
-    let executor = std::env::var("ARGO_CONTAINER_RUNTIME_EXECUTOR").ok().and_then(|e| e.parse().ok());
+    let executor = std::env::var("ARGO_CONTAINER_RUNTIME_EXECUTOR")
+        .ok()
+        .and_then(|e| e.parse().ok());
     argoexec_backends::prestart(executor);
     let paths = PodPaths::from_env();
     nix::sys::stat::umask(nix::sys::stat::Mode::empty());
