@@ -196,11 +196,17 @@ pub async fn read_body(req: Req, limit: usize) -> Result<Bytes, ApiError> {
 /// Read and drop what is left of a request body (bounded), so that an HTTP/1.1
 /// connection stays reusable after an early error answer: hyper closes a connection whose
 /// request body was not read, and a client that already sent its next request on it sees
-/// "connection closed without response".
+/// "connection closed without response". A client may hold its body back until it sees
+/// whether the server answers early (`Expect`-style); the wait is as long as the API
+/// server's request-header timeout (30 s) rather than a few seconds, so such a client is
+/// never cut off at the moment it sends (the conformance test holds its body for 5 s).
 pub async fn drain(req: Req) {
     let body = http_body_util::Limited::new(req.into_body(), 3 * 1024 * 1024);
-    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), body.collect()).await;
+    let _ = tokio::time::timeout(DRAIN_TIMEOUT, body.collect()).await;
 }
+
+/// How long [`drain`] waits for the rest of a request body.
+pub const DRAIN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// A decoded query string.
 #[derive(Debug, Default, Clone)]
