@@ -2,7 +2,7 @@
 # Usage: scripts/bench.sh [--quick] [--only NAME,...] [--out FILE] [--note TEXT]
 #
 # Runs every benchmark of bench/src/bin (archive, emissary, run, docker_copy, wait_notice,
-# base_layer, s3, taskresult) one after another, collects the BENCH-ROW line each prints per figure,
+# base_layer, s3, taskresult, footprint) one after another, collects the BENCH-ROW line each prints per figure,
 # prints one markdown table (figure | ours | baseline | ratio | goal | met) and writes it to
 # FILE (default docs/performance.md) with the date (UTC), the machine (nproc, CPU model,
 # kernel), the mode and this exact command.
@@ -10,6 +10,7 @@
 #             the README's full sizes (1 GiB archives, 2 GiB S3 file, 50 runs per executor…)
 #   --only    a comma-separated subset, e.g. --only archive,s3 (names as above, `_bench` optional)
 #   --note    one more line for the report's header (e.g. "the machine was shared")
+# FOOTPRINT_BASELINE=PATH gives footprint a one-binary argoexec from before the split to compare.
 # Setup first: scripts/setup.sh (Docker Engine, images, static build), the awscli venv (for
 # s3), the release binary and the benchmarks. A benchmark or setup step that fails does not
 # stop the others: its row says "failed" with the reason, and the exit status is 1 at the end.
@@ -17,7 +18,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-all=(archive emissary run docker_copy wait_notice base_layer s3 taskresult)
+all=(archive emissary run docker_copy wait_notice base_layer s3 taskresult footprint)
 command_line="bash scripts/bench.sh$(printf ' %q' "$@")"
 quick=0 only="" out=docs/performance.md note=""
 while [ $# -gt 0 ]; do
@@ -57,6 +58,7 @@ args_for() {
       base_layer) echo "$rel 64 1" ;;
       s3) echo "$static_bin --size-mib 64 --files 200 --runs 1" ;;
       taskresult) echo "--steps 1,10,50 --versions 3.3,3.5,4.1" ;;
+      footprint) echo "$static_dir ${FOOTPRINT_BASELINE:-}" ;;
     esac
   else
     case "$1" in
@@ -68,6 +70,7 @@ args_for() {
       base_layer) echo "$rel 1024 3" ;;
       s3) echo "$static_bin --size-mib 2048 --files 10000 --runs 1" ;;
       taskresult) echo "--steps 1,50,200 --versions 3.3,3.5,3.7,4.0,4.1" ;;
+      footprint) echo "$static_dir ${FOOTPRINT_BASELINE:-}" ;;
     esac
   fi
 }
@@ -109,13 +112,14 @@ step() {
 }
 early_failures=()
 step "scripts/setup.sh (Docker Engine, images, moto venv)" "" bash scripts/setup.sh
-# build-static.sh prints the binary's path last.
-static_bin=target/static/$(rustc -vV | sed -n 's/^host: //p')/release/argoexec.stripped
-step "static build (scripts/build-static.sh)" "s3" bash scripts/build-static.sh &&
-  static_bin=$(tail -1 "$logs/setup.log")
+# build-static.sh prints the programs' directory last.
+static_dir=target/static/$(rustc -vV | sed -n 's/^host: //p')/release
+step "static build (scripts/build-static.sh)" "s3 footprint" bash scripts/build-static.sh &&
+  static_dir=$(tail -1 "$logs/setup.log")
+static_bin=$static_dir/argoexec
 if wants s3; then step "awscli venv (scripts/pyenv.sh awscli)" "s3" bash scripts/pyenv.sh awscli; fi
 step "release build of argoexec" "emissary run wait_notice base_layer" \
-  cargo build --release --locked -p argoexec
+  cargo build --release --locked -p argoexec -p argoexec-emissary -p argoexec-local
 step "release build of the benchmarks" "${all[*]}" \
   cargo build --release --locked -p argoexec-bench --bins
 reporter=target/release/bench_report

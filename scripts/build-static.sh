@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
-# Build the statically linked release binary (glibc static-pie) used for FROM-scratch images
-# and for copying into /var/run/argo by `argoexec init`. Prints its path and size.
+# Build the statically linked release programs (glibc static-pie) in one cargo run:
+#   argoexec          — the in-pod executor (init, wait, artifact); the image's entrypoint;
+#   argoexec-emissary — the per-pod copy init installs at /var/run/argo/argoexec;
+#   argoexec-local    — the local tools (run, node, render), for the host.
+# The same build serves the image and the host (scripts/demo.sh runs the host's tools from
+# it). Symbols are stripped by the release profile. Prints the sizes, then the directory last.
 # An explicit --target is needed so that proc-macro crates are still built dynamically.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target=$(rustc -vV | sed -n 's/^host: //p')
 # Under CARGO_TARGET_DIR when set (CI keeps its build cache outside the clone).
 dir="${STATIC_TARGET_DIR:-${CARGO_TARGET_DIR:-target}/static}"
-RUSTFLAGS="-C target-feature=+crt-static" cargo build --release --locked --target "$target" -p argoexec \
-  --target-dir "$dir"
-bin="$dir/$target/release/argoexec"
-strip -o "$bin.stripped" "$bin"
-ls -l "$bin" "$bin.stripped"
-echo "$bin.stripped"
+echo "build-static: cargo build --release (static; the first build takes several minutes)" >&2
+RUSTFLAGS="-C target-feature=+crt-static" cargo build --release --locked --target "$target" \
+  -p argoexec -p argoexec-emissary -p argoexec-local --target-dir "$dir"
+out="$dir/$target/release"
+ls -l "$out/argoexec" "$out/argoexec-emissary" "$out/argoexec-local" >&2
+echo "$out"

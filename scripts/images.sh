@@ -2,7 +2,9 @@
 # Build the images the local node runs, without any registry:
 #   busybox:latest — a rootfs of Debian's busybox-static, `docker import`ed;
 #   noshell:latest — FROM scratch + /bin/busybox alone: no sh, no kill (for kill-without-shell tests);
-#   argoexec:dev   — FROM scratch + the static argoexec binary + the CA bundle.
+#   argoexec:dev   — FROM scratch + the static in-pod programs (argoexec, and argoexec-emissary,
+#                    the per-pod copy init installs) + the CA bundle. The local tools
+#                    (argoexec-local) are built by the same run but stay out of the image.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DOCKER=${DOCKER:-docker}
@@ -32,12 +34,12 @@ if ! "$DOCKER" image inspect noshell:latest >/dev/null 2>&1; then
   echo "images: built noshell:latest"
 fi
 
-static_bin=$(bash scripts/build-static.sh | tail -1)
+static_dir=$(bash scripts/build-static.sh | tail -1)
 old=$("$DOCKER" image inspect -f '{{.Id}}' "${ARGOEXEC_IMAGE:-argoexec:dev}" 2>/dev/null || true)
 ctx=$work/argoexec
 mkdir -p "$ctx/etc/ssl/certs" "$ctx/tmp"
 chmod 1777 "$ctx/tmp"
-cp "$static_bin" "$ctx/argoexec"
+cp "$static_dir/argoexec" "$static_dir/argoexec-emissary" "$ctx/"
 cp /etc/ssl/certs/ca-certificates.crt "$ctx/etc/ssl/certs/" 2>/dev/null || : > "$ctx/etc/ssl/certs/ca-certificates.crt"
 tar -C "$ctx" -c . | "$DOCKER" import \
   -c 'ENV PATH=/' -c 'ENV SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt' -c 'ENTRYPOINT ["/argoexec"]' \

@@ -323,7 +323,7 @@ fn main() {
     let static_bin = std::env::var_os("ARGOEXEC_STATIC_BIN").map_or_else(
         || {
             Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(
-                "../target/static/{}-unknown-linux-gnu/release/argoexec.stripped",
+                "../target/static/{}-unknown-linux-gnu/release/argoexec",
                 std::env::consts::ARCH
             ))
         },

@@ -135,16 +135,23 @@ fn init_installs_emissary_and_version_and_kill() {
         v["custom"]["kept"], true,
         "unknown fields survive into the template file"
     );
+    assert!(
+        std::fs::read(&bin).unwrap() == std::fs::read(common::wrapper()).unwrap(),
+        "init installs the per-pod copy, argoexec-emissary"
+    );
     let ver = Command::new(&bin).arg("version").output().unwrap();
-    assert!(String::from_utf8_lossy(&ver.stdout).contains("argoexec"));
-    let mut child = Command::new("sleep").arg("30").spawn().unwrap();
-    let k = Command::new(argoexec())
-        .args(["kill", "15", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(k.success());
-    use std::os::unix::process::ExitStatusExt;
-    assert_eq!(child.wait().unwrap().signal(), Some(15));
+    assert!(String::from_utf8_lossy(&ver.stdout).contains("argoexec-emissary"));
+    // Both the copy and argoexec itself answer the controller's kill exec.
+    for program in [bin.clone(), argoexec().into()] {
+        let mut child = Command::new("sleep").arg("30").spawn().unwrap();
+        let k = Command::new(&program)
+            .args(["kill", "15", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(k.success(), "{}", program.display());
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(child.wait().unwrap().signal(), Some(15));
+    }
 }
 
 #[test]
@@ -160,24 +167,94 @@ fn json_log_format() {
 
 #[test]
 fn emissary_accepts_the_command_line_the_pod_builder_writes() {
-    let d = tempfile::tempdir().unwrap();
-    let out = Command::new(argoexec())
-        .args(["emissary", "--loglevel", "info", "--", "sh", "-c", "exit 4"])
-        .env("ARGOEXEC_PATH_ROOT", d.path())
-        .env("ARGO_CONTAINER_NAME", "main")
-        .env("ARGO_TEMPLATE", "{}")
+    // v3.5 and v3.7+ command lines, from argoexec and from the per-pod copy.
+    let v35: &[&str] = &["emissary", "--loglevel", "info", "--log-format", "text", "--"];
+    let v37: &[&str] = &[
+        "emissary",
+        "--loglevel",
+        "warning",
+        "--log-format",
+        "json",
+        "--gloglevel",
+        "0",
+        "--",
+    ];
+    for program in [common::wrapper(), argoexec().into()] {
+        for flags in [v35, v37] {
+            let d = tempfile::tempdir().unwrap();
+            let out = Command::new(&program)
+                .args(flags)
+                .args(["sh", "-c", "exit 4"])
+                .env("ARGOEXEC_PATH_ROOT", d.path())
+                .env("ARGO_CONTAINER_NAME", "main")
+                .env("ARGO_TEMPLATE", "{}")
+                .output()
+                .unwrap();
+            let what = format!(
+                "{} {flags:?}: {}",
+                program.display(),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert_eq!(out.status.code(), Some(4), "{what}");
+            assert_eq!(
+                std::fs::read_to_string(d.path().join("var/run/argo/ctr/main/exitcode")).unwrap(),
+                "4",
+                "{what}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_per_pod_copy_refuses_what_it_does_not_have() {
+    let out = Command::new(common::wrapper()).arg("wait").output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("unknown subcommand \"wait\"") && stderr.contains("per-pod copy"),
+        "{stderr}"
+    );
+    let out = Command::new(common::wrapper())
+        .args(["kill", "TERM", "1"])
         .output()
         .unwrap();
     assert_eq!(
         out.status.code(),
-        Some(4),
+        Some(2),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert_eq!(
-        std::fs::read_to_string(d.path().join("var/run/argo/ctr/main/exitcode")).unwrap(),
-        "4"
+}
+
+#[test]
+fn argoexec_hands_the_local_tools_over_and_names_what_is_missing() {
+    // In the workspace build argoexec-local sits beside argoexec: `argoexec render` works.
+    let out = Command::new(argoexec())
+        .args(["render", "--help"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("Usage"),
+        "help of render"
     );
+    // A copy of argoexec alone (as in the image) says where the local tools are.
+    let d = tempfile::tempdir().unwrap();
+    let lone = d.path().join("argoexec");
+    std::fs::copy(argoexec(), &lone).unwrap();
+    let out = Command::new(&lone)
+        .args(["run", "x.yaml"])
+        .env("PATH", d.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(64), "{stderr}");
+    assert!(
+        stderr.contains("argoexec-local") && stderr.contains("in-pod"),
+        "{stderr}"
+    );
+    let out = Command::new(argoexec()).arg("bogus").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
 }
 
 #[test]

@@ -1,4 +1,9 @@
-//! Exit-code rules shared by the wrapper, the flows and the binary.
+//! Exit-code rules and end-of-step messages shared by the wrapper, the flows, the binaries
+//! and the controller side.
+
+/// The message wait reports when `activeDeadlineSeconds` ends a step (Argo's wording, part of
+/// the pod ↔ controller contract: the controller side matches it when it assesses a pod).
+pub const DEADLINE_MESSAGE: &str = "Step exceeded its deadline";
 
 /// Exit code of an executor (or emissary wrapper) failure, as in Argo.
 pub const EXECUTOR_FAILURE: i32 = 64;

@@ -27,14 +27,14 @@ use argoexec_core::template::Artifact;
 
 use crate::{FlowError, StepContext, blocking};
 
-/// Run the init flow. `self_exe` is the binary to copy for the emissary.
+/// Run the init flow. `wrapper` is the program to copy to `/var/run/argo/argoexec` (the per-pod copy).
 ///
 /// # Errors
 /// The first failure; the caller writes it to the termination log.
-pub async fn run(ctx: &StepContext, self_exe: &Path) -> Result<(), FlowError> {
+pub async fn run(ctx: &StepContext, wrapper: &Path) -> Result<(), FlowError> {
     let binary = match ctx.env.runtime_executor {
         ExecutorKind::Emissary | ExecutorKind::Kubelet | ExecutorKind::K8sApi => {
-            Some(install_binary(ctx, self_exe).await?)
+            Some(install_binary(ctx, wrapper).await?)
         }
         _ => None,
     };
@@ -64,14 +64,14 @@ fn write_template(ctx: &StepContext) -> Result<PathBuf, FlowError> {
 }
 
 /// Copy this binary to `/var/run/argo/argoexec` (0555), atomically.
-async fn install_binary(ctx: &StepContext, self_exe: &Path) -> Result<PathBuf, FlowError> {
+async fn install_binary(ctx: &StepContext, wrapper: &Path) -> Result<PathBuf, FlowError> {
     let dir = ctx.paths.var_run_argo();
     tokio::fs::create_dir_all(&dir)
         .await
         .map_err(|e| FlowError::io("create", &dir, e))?;
     let dest = ctx.paths.argoexec_copy();
     let tmp = dir.join(".argoexec.tmp");
-    tokio::fs::copy(self_exe, &tmp)
+    tokio::fs::copy(wrapper, &tmp)
         .await
         .map_err(|e| FlowError::io("copy argoexec to", &tmp, e))?;
     tokio::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o555))

@@ -25,8 +25,8 @@ use tokio_util::sync::CancellationToken;
 use crate::outputs::{artifacts, logs, params, result};
 use crate::{FlowError, StepContext};
 
-/// Message for a step stopped by its deadline.
-pub const DEADLINE_MESSAGE: &str = "Step exceeded its deadline";
+/// Message for a step stopped by its deadline (defined in core: the controller side reads it).
+pub use argoexec_core::exit::DEADLINE_MESSAGE;
 /// Message for a step stopped by SIGTERM.
 pub const TERMINATED_MESSAGE: &str = "Step terminated";
 

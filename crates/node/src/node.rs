@@ -64,7 +64,7 @@ impl Default for NodeConfig {
             state_dir: std::env::temp_dir().join("argoexec-node"),
             node_name: "argoexec-local".into(),
             pause_image: "argoexec:dev".into(),
-            pause_command: vec!["/argoexec".into(), "pause".into()],
+            pause_command: vec!["/argoexec-emissary".into(), "pause".into()],
             node_label: format!("pid-{}", std::process::id()),
             secrets: std::collections::BTreeMap::new(),
         }

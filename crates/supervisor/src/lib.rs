@@ -31,10 +31,15 @@
 //! (signal/pause/dependency files), [`sidecar`], [`spawn`] (PATH lookup, process group, OOM
 //! preference, reaping), [`pty`], [`args`], [`stage`] (outputs), [`error`]. The phases of a
 //! run are in `supervise.rs`.
+//!
+//! Beside the wrapper, the other small tools a user container or the local node's pause
+//! container runs from the per-pod copy: [`kill`] and [`pause`].
 
 pub mod args;
 pub mod control;
 pub mod error;
+pub mod kill;
+pub mod pause;
 pub mod pty;
 pub mod reactor;
 pub mod sidecar;

@@ -1,8 +1,8 @@
-//! `argoexec kill SIGNUM PID`: send a signal, for images without a `kill` binary (the v3.4+
-//! controller execs `/var/run/argo/argoexec kill 15 1`).
+//! `argoexec kill SIGNUM PID` and `argoexec pause`, for pods that run this program itself
+//! rather than the per-pod copy; both are the wrapper's ([`argoexec_supervisor::kill`],
+//! [`argoexec_supervisor::pause`]).
 
-use nix::sys::signal::{Signal, kill};
-use nix::unistd::Pid;
+use argoexec_core::exit::EXECUTOR_FAILURE;
 
 /// Arguments of `argoexec kill`.
 #[derive(Debug, clap::Args)]
@@ -16,18 +16,22 @@ pub struct Args {
 
 /// Send the signal; returns 0, or 64 with a message.
 pub fn run(args: Args) -> i32 {
-    let sig = match Signal::try_from(args.signum) {
-        Ok(s) => s,
-        Err(_) => {
-            eprintln!("argoexec kill: invalid signal number {}", args.signum);
-            return argoexec_core::exit::EXECUTOR_FAILURE;
-        }
-    };
-    match kill(Pid::from_raw(args.pid), sig) {
+    match argoexec_supervisor::kill::send(args.signum, args.pid) {
         Ok(()) => 0,
         Err(e) => {
-            eprintln!("argoexec kill: cannot send {sig} to {}: {e}", args.pid);
-            argoexec_core::exit::EXECUTOR_FAILURE
+            eprintln!("argoexec kill: {:#}", anyhow::Error::from(e));
+            EXECUTOR_FAILURE
+        }
+    }
+}
+
+/// The pause container; 0 on TERM/INT, 64 if its signals cannot be set up.
+pub fn pause() -> i32 {
+    match argoexec_supervisor::pause::run() {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("argoexec pause: {e}");
+            EXECUTOR_FAILURE
         }
     }
 }

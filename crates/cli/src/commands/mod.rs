@@ -1,14 +1,11 @@
-//! One module per subcommand, plus the shared failure path ([`fail`]).
+//! One module per subcommand, plus the shared failure path ([`fail`]) and the bootstrap of
+//! init and wait ([`bootstrap`]).
 
 pub mod artifact;
 pub mod emissary;
 pub mod init;
 pub mod kill;
-pub mod node;
-pub mod pause;
-pub mod plan;
-pub mod render;
-pub mod run;
+pub mod local;
 pub mod wait;
 
 use argoexec_core::PodPaths;

@@ -16,6 +16,19 @@ pub fn argoexec() -> &'static str {
     env!("CARGO_BIN_EXE_argoexec")
 }
 
+/// The per-pod copy, `argoexec-emissary`, which init installs at `/var/run/argo/argoexec`
+/// and which runs every wrapped container. Built beside `argoexec` by the workspace's build
+/// (`cargo test --workspace`, as `scripts/test.sh` runs it).
+pub fn wrapper() -> PathBuf {
+    let p = Path::new(argoexec()).with_file_name("argoexec-emissary");
+    assert!(
+        p.is_file(),
+        "{} is missing: build the workspace (cargo test --workspace) so the per-pod copy is beside argoexec",
+        p.display()
+    );
+    p
+}
+
 /// A simulated pod.
 pub struct Pod {
     pub dir: tempfile::TempDir,
@@ -74,7 +87,12 @@ impl Pod {
     }
 
     fn command(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(argoexec());
+        // What a pod runs: argoexec for init and wait, the copy init installed for emissary.
+        let mut c = if args.first() == Some(&"emissary") {
+            Command::new(self.root().join("var/run/argo/argoexec"))
+        } else {
+            Command::new(argoexec())
+        };
         c.args(args)
             .env_clear()
             .env(

@@ -8,7 +8,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::Duration;
 
-pub const BIN: &str = env!("CARGO_BIN_EXE_argoexec");
+/// The program under test: the per-pod copy (`argoexec-emissary`, beside `argoexec`).
+pub fn bin() -> std::path::PathBuf {
+    crate::common::wrapper()
+}
 pub const PLAIN: &str = r#"{"name":"t","container":{"image":"busybox"}}"#;
 /// How long a "this must not happen" observation lasts. Such an observation can only pass
 /// falsely (on a machine slow enough to hide the event), never fail falsely; every use first
@@ -64,7 +67,7 @@ impl Pod {
         self.wrap(name, template, &["/bin/sh", "-c", script])
     }
     pub fn wrap(&self, name: &str, template: &str, command: &[&str]) -> Command {
-        let mut c = Command::new(BIN);
+        let mut c = Command::new(bin());
         c.arg("emissary")
             .arg("--")
             .args(command)

@@ -133,7 +133,7 @@ pub fn assess(status: &PodStatus, mains: &[String], report: Option<(&Outputs, Op
     if status.reason.as_deref() == Some("DeadlineExceeded") {
         return done(
             Phase::Failed,
-            Some(argoexec_flows::wait::DEADLINE_MESSAGE.to_string()),
+            Some(argoexec_core::exit::DEADLINE_MESSAGE.to_string()),
         );
     }
     let statuses = || status.container_statuses.iter().flatten();
