@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# The main job: set up the machine (Docker Engine, local images), build argoexec and run a
-# workflow on the local node. Extra arguments go to `argoexec run`.
+# The main job: set up only what it needs (Docker Engine, the local images, one static release
+# build that serves both the image and this host) and run a workflow on the local node.
+# Extra arguments go to `argoexec run`.
 #   bash scripts/demo.sh [WORKFLOW.yaml] [--executor docker] [-o json] [-p name=value]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh --main
 workflow=${1:-examples/hello-world.yaml}
 shift || true
-cargo build --release --locked -q -p argoexec
-exec ./target/release/argoexec run "$workflow" "$@"
+# The static build images.sh made: argoexec hands `run` to argoexec-local beside it.
+dir=$(bash scripts/build-static.sh 2>/dev/null | tail -1)
+echo "demo: argoexec run $workflow $*" >&2
+exec "$dir/argoexec" run "$workflow" "$@"

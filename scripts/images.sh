@@ -2,9 +2,10 @@
 # Build the images the local node runs, without any registry:
 #   busybox:latest — a rootfs of Debian's busybox-static, `docker import`ed;
 #   noshell:latest — FROM scratch + /bin/busybox alone: no sh, no kill (for kill-without-shell tests);
-#   argoexec:dev   — FROM scratch + the static in-pod programs (argoexec, and argoexec-emissary,
-#                    the per-pod copy init installs) + the CA bundle. The local tools
-#                    (argoexec-local) are built by the same run but stay out of the image.
+#   argoexec:dev and argoexec:dev-nonroot — the executor image (scripts/image.sh): the static
+#                    in-pod programs (argoexec, and argoexec-emissary, the per-pod copy init
+#                    installs) + the CA bundle. The local tools (argoexec-local) are built by the
+#                    same run but stay out of the image.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DOCKER=${DOCKER:-docker}
@@ -34,17 +35,5 @@ if ! "$DOCKER" image inspect noshell:latest >/dev/null 2>&1; then
   echo "images: built noshell:latest"
 fi
 
-static_dir=$(bash scripts/build-static.sh | tail -1)
-old=$("$DOCKER" image inspect -f '{{.Id}}' "${ARGOEXEC_IMAGE:-argoexec:dev}" 2>/dev/null || true)
-ctx=$work/argoexec
-mkdir -p "$ctx/etc/ssl/certs" "$ctx/tmp"
-chmod 1777 "$ctx/tmp"
-cp "$static_dir/argoexec" "$static_dir/argoexec-emissary" "$ctx/"
-cp /etc/ssl/certs/ca-certificates.crt "$ctx/etc/ssl/certs/" 2>/dev/null || : > "$ctx/etc/ssl/certs/ca-certificates.crt"
-tar -C "$ctx" -c . | "$DOCKER" import \
-  -c 'ENV PATH=/' -c 'ENV SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt' -c 'ENTRYPOINT ["/argoexec"]' \
-  - "${ARGOEXEC_IMAGE:-argoexec:dev}" >/dev/null
-new=$("$DOCKER" image inspect -f '{{.Id}}' "${ARGOEXEC_IMAGE:-argoexec:dev}")
-# The replaced build is dangling now; remove it unless a container still uses it.
-if [ -n "$old" ] && [ "$old" != "$new" ]; then "$DOCKER" image rm "$old" >/dev/null 2>&1 || true; fi
-echo "images: built ${ARGOEXEC_IMAGE:-argoexec:dev}"
+# The executor image under the name the tests use, from the same script a release uses.
+DOCKER="$DOCKER" bash scripts/image.sh --name "${ARGOEXEC_IMAGE_NAME:-argoexec}" --tag dev --no-archive

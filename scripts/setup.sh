@@ -1,15 +1,22 @@
 #!/usr/bin/env bash
-# Idempotent machine setup for argoexec-rs (root on Debian): the tools the tests and
-# benchmarks need, a running Docker Engine (the local node's container runtime) and the
-# local images. Safe to run repeatedly; does nothing that is already done.
+# Idempotent machine setup for argoexec-rs (root on Debian): a running Docker Engine (the
+# local node's container runtime) and the local images; with no argument also the tools the
+# tests and benchmarks need (moto, fake-gcs-server, Azurite, pigz, time). Safe to run
+# repeatedly; does nothing that is already done.
+#   bash scripts/setup.sh          everything (scripts/test.sh, scripts/bench.sh, CI)
+#   bash scripts/setup.sh --main   only what `argoexec run` needs (scripts/demo.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+main_only=0
+[ "${1:-}" = --main ] && main_only=1
 
 need=()
 command -v tar >/dev/null || need+=(tar)
 command -v gzip >/dev/null || need+=(gzip)
-command -v pigz >/dev/null || need+=(pigz)
-[ -x /usr/bin/time ] || need+=(time)
+if [ "$main_only" = 0 ]; then
+  command -v pigz >/dev/null || need+=(pigz)
+  [ -x /usr/bin/time ] || need+=(time)
+fi
 command -v dockerd >/dev/null || need+=(docker.io)
 command -v busybox >/dev/null || need+=(busybox-static)
 if [ "${#need[@]}" -gt 0 ]; then
@@ -37,7 +44,9 @@ if ! "$docker_cli" info >/dev/null 2>&1; then
   for _ in $(seq 1 120); do "$docker_cli" info >/dev/null 2>&1 && break; sleep 0.5; done
   "$docker_cli" info >/dev/null 2>&1 || { echo "setup: dockerd did not start; see /tmp/argoexec-dockerd.log" >&2; exit 1; }
 fi
+echo "setup: local images (the first build of the static programs takes several minutes)"
 DOCKER="$docker_cli" bash scripts/images.sh
+[ "$main_only" = 1 ] && exit 0
 # moto (the S3 server of the artifact tests, started by the tests themselves on loopback)
 # in its own pinned venv.
 bash scripts/pyenv.sh moto >/dev/null

@@ -65,6 +65,10 @@ fn main() {
         std::process::exit(commands::local::hand_over(words, &cli.loglevel, cli.log_format));
     }
     argoexec_logging::init(&cli.loglevel, cli.log_format);
+    if let Command::Init(_) | Command::Wait(_) = cli.command {
+        // The line an operator looks for to tell which executor a pod runs.
+        tracing::info!(version = env!("CARGO_PKG_VERSION"), "argoexec-rs executor starting");
+    }
     let code = match cli.command {
         Command::Init(a) => commands::init::run(a),
         Command::Wait(a) => commands::wait::run(a),

@@ -120,3 +120,31 @@ fn non_root_pods_with_an_arbitrary_uid() {
         assert_eq!(r.param("uid"), Some(uid.to_string()), "{ex}: {}", r.dump());
     }
 }
+
+/// The `-nonroot` executor image (USER 8737, scripts/image.sh) runs a pod under Pod Security
+/// "restricted"'s `runAsNonRoot` with no UID for the executor's containers: the node checks
+/// the image's user as the kubelet does. The root image is refused with the kubelet's words,
+/// the control that shows the check is real.
+#[test]
+fn the_nonroot_image_runs_under_run_as_non_root() {
+    if !docker_available() {
+        return;
+    }
+    let y = wf(
+        "restricted",
+        "securityContext: {runAsNonRoot: true}\ncontainer:\n  image: busybox\n  command: [sh, -c]\n  args: ['id -u > /tmp/uid']\n  securityContext: {runAsUser: 1000, allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}\noutputs:\n  parameters: [{name: uid, valueFrom: {path: /tmp/uid}}]",
+    );
+    for ex in only(&["emissary"]) {
+        let r = run_yaml(&y, ex, &["--executor-image", "argoexec:dev-nonroot"]);
+        assert_eq!(r.phase(), "Succeeded", "{ex}: {}", r.dump());
+        assert_eq!(r.param("uid"), Some("1000".into()), "{ex}: {}", r.dump());
+        let root = run_yaml(&y, ex, &["--executor-image", "argoexec:dev"]);
+        assert_ne!(root.phase(), "Succeeded", "{ex}: {}", root.dump());
+        assert!(
+            root.dump()
+                .contains("container has runAsNonRoot and image will run as root"),
+            "{ex}: {}",
+            root.dump()
+        );
+    }
+}

@@ -63,6 +63,10 @@ pub enum NodeError {
         #[source]
         source: Box<crate::objects::ConfigError>,
     },
+    /// `runAsNonRoot` is set and the container would run as root (or as a user that
+    /// cannot be verified): the kubelet's `CreateContainerConfigError`.
+    #[error(transparent)]
+    NonRoot(#[from] crate::nonroot::NonRootError),
     /// A Docker Engine call failed.
     #[error("local node: docker {action} for {subject}: {source}")]
     Docker {

@@ -28,6 +28,7 @@ mod expand;
 mod hostfs;
 mod lifecycle;
 mod node;
+pub mod nonroot;
 pub mod objects;
 mod oom;
 pub mod quantity;

@@ -181,8 +181,11 @@ async fn start_containers<'c>(
 /// returns the message.
 fn not_run(s: &Shared, c: &Container, id: &str, e: NotRun) -> String {
     let (message, exit_code) = match &e {
-        NotRun::Node(NodeError::ContainerConfig { source, .. }) => {
-            let message = source.to_string();
+        NotRun::Node(e @ (NodeError::ContainerConfig { .. } | NodeError::NonRoot(_))) => {
+            let message = match e {
+                NodeError::ContainerConfig { source, .. } => source.to_string(),
+                other => other.to_string(),
+            };
             s.status.send_modify(|st| {
                 status::set_waiting(st, &c.name, "CreateContainerConfigError", message.clone());
             });
@@ -212,6 +215,7 @@ async fn create(s: &Shared, c: &Container) -> Result<String, (String, NotRun)> {
         objects: &s.objects,
         termination_file: term_file,
     };
+    verify_non_root(s, c).await.map_err(fail)?;
     let body = create_body(&ctx, c).map_err(fail)?;
     let opts = bollard::query_parameters::CreateContainerOptions {
         name: Some(docker_name(&s.pod, &c.name)),
@@ -231,6 +235,24 @@ async fn create(s: &Shared, c: &Container) -> Result<String, (String, NotRun)> {
         .id;
     s.record(&c.name, &id);
     Ok(id)
+}
+
+/// `runAsNonRoot`, checked as the kubelet does before creating `c` ([`crate::nonroot`]):
+/// the image is inspected only when the spec sets `runAsNonRoot` and no UID.
+async fn verify_non_root(s: &Shared, c: &Container) -> Result<(), NodeError> {
+    let pod = s.pod.metadata.name.as_deref().unwrap_or_default();
+    let pod_sc = s.pod.spec.as_ref().and_then(|p| p.security_context.as_ref());
+    if let crate::nonroot::Verdict::NeedsImageUser = crate::nonroot::check_spec(pod_sc, c, pod)? {
+        let image = c.image.clone().unwrap_or_default();
+        let inspected = s
+            .docker
+            .inspect_image(&image)
+            .await
+            .map_err(|e| NodeError::docker("inspect image", image, e))?;
+        let user = inspected.config.and_then(|c| c.user).unwrap_or_default();
+        crate::nonroot::check_image_user(&user, c, pod)?;
+    }
+    Ok(())
 }
 
 /// Start the created container `id` of `c`.

@@ -8,6 +8,7 @@
 //! [`REPO_MOUNT`]; the template's archive location points there unless it has its own.
 //! Exit status: 0 Succeeded, 1 Failed, 2 Error or bad input.
 
+mod kit;
 mod outcome;
 mod progress;
 mod repository;
@@ -96,8 +97,8 @@ pub struct Args {
     #[arg(long, default_value = "info")]
     pub executor_loglevel: String,
     /// RBAC for the pod's service account: Role/ClusterRole/bindings from every *.yaml in
-    /// the directory (repeatable). Default: Argo's executor role (task results create and
-    /// patch; pods get, watch, patch; pods/log get) bound to the pod's service account.
+    /// the directory (repeatable). Default: the deploy kit's executor role for the pod's Argo
+    /// version and executor (deploy/rbac, docs/deploy.md) bound to the pod's service account.
     #[arg(long)]
     pub rbac: Vec<PathBuf>,
     /// Seconds between rotations of the pod's projected service-account token (tests).

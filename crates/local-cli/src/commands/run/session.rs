@@ -17,74 +17,6 @@ use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use serde_json::Value;
 use tokio::sync::watch;
 
-/// The default executor RBAC of a run, bound to the pod's service account, as least as the
-/// pod's Argo version needs: v3.6+ only `workflowtaskresults` create and patch (Argo's
-/// `workflow-rbac` role, nothing else); v3.5 adds the pod patch of the annotation fallback;
-/// v3.3 Argo's quick-start executor role (pods get, watch, patch; pods/log get), the k8sapi
-/// executor `pods/exec`, the kubelet executor a ClusterRole with `nodes/proxy: get`.
-fn default_rbac(ns: &str, sa: &str, executor: ExecutorKind, version: ArgoVersion) -> String {
-    const TASK_RESULTS: &str =
-        "- apiGroups: [argoproj.io]\n  resources: [workflowtaskresults]\n  verbs: [create, patch]\n";
-    let mut rules = TASK_RESULTS.to_string();
-    if version == ArgoVersion::V3_3 || executor != ExecutorKind::Emissary {
-        rules.push_str("- apiGroups: [\"\"]\n  resources: [pods]\n  verbs: [get, watch, patch]\n");
-        rules.push_str("- apiGroups: [\"\"]\n  resources: [pods/log]\n  verbs: [get]\n");
-    } else if version.has_annotation_fallback() {
-        rules.push_str("- apiGroups: [\"\"]\n  resources: [pods]\n  verbs: [patch]\n");
-    }
-    let mut rbac = bound_role("Role", "argoexec-executor", Some(ns), &rules, sa, ns);
-    match executor {
-        ExecutorKind::K8sApi => {
-            let exec = "- apiGroups: [\"\"]\n  resources: [pods/exec]\n  verbs: [get, create]\n";
-            rbac.push_str("---\n");
-            rbac.push_str(&bound_role(
-                "Role",
-                "argoexec-k8sapi-exec",
-                Some(ns),
-                exec,
-                sa,
-                ns,
-            ));
-        }
-        ExecutorKind::Kubelet => {
-            let proxy = "- apiGroups: [\"\"]\n  resources: [nodes/proxy]\n  verbs: [get]\n";
-            rbac.push_str("---\n");
-            rbac.push_str(&bound_role(
-                "ClusterRole",
-                "argoexec-kubelet",
-                None,
-                proxy,
-                sa,
-                ns,
-            ));
-        }
-        _ => {}
-    }
-    rbac
-}
-
-/// A Role (namespaced) or ClusterRole `name` with `rules`, bound to service account `sa` of
-/// `sa_ns`: two YAML documents.
-fn bound_role(kind: &str, name: &str, ns: Option<&str>, rules: &str, sa: &str, sa_ns: &str) -> String {
-    let meta = |n: &str| match ns {
-        Some(ns) => format!("{{name: {n}, namespace: {ns}}}"),
-        None => format!("{{name: {n}}}"),
-    };
-    let binding_name = if ns.is_some() {
-        name.to_string()
-    } else {
-        format!("{name}-{sa_ns}-{sa}")
-    };
-    format!(
-        "apiVersion: rbac.authorization.k8s.io/v1\nkind: {kind}\nmetadata: {}\nrules:\n{rules}---\n\
-         apiVersion: rbac.authorization.k8s.io/v1\nkind: {kind}Binding\nmetadata: {}\n\
-         roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: {kind}, name: {name}}}\n\
-         subjects:\n- {{kind: ServiceAccount, name: {sa}, namespace: {sa_ns}}}\n",
-        meta(name),
-        meta(&binding_name),
-    )
-}
-
 /// How the outputs came back.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Report {
@@ -138,8 +70,8 @@ impl Session {
             .unwrap_or_else(|| "default".into());
         if rbac.is_empty() {
             server.rbac().load_str(
-                &default_rbac(&ns, &sa, executor, version),
-                "argoexec run's default executor role",
+                &super::kit::executor_rbac(&ns, &sa, executor, version)?,
+                "the deploy kit's executor role (deploy/rbac)",
             )?;
         }
         for dir in rbac {
@@ -396,39 +328,4 @@ fn record_terminations(seen: &Mutex<BTreeMap<String, u128>>, s: &PodStatus) {
 /// Context for a failed start, as an error.
 pub fn start_error(message: String) -> anyhow::Error {
     anyhow::anyhow!(message).context("the local node could not start the pod")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn least_rbac_per_version_and_executor() {
-        let docs = |r: &str| r.split("---\n").count();
-        let v41 = default_rbac("ns", "sa", ExecutorKind::Emissary, ArgoVersion::V4_1);
-        assert!(
-            v41.contains("workflowtaskresults") && !v41.contains("pods"),
-            "{v41}"
-        );
-        assert_eq!(docs(&v41), 2);
-        let v35 = default_rbac("ns", "sa", ExecutorKind::Emissary, ArgoVersion::V3_5);
-        assert!(v35.contains("resources: [pods]\n  verbs: [patch]"), "{v35}");
-        let k = default_rbac("ns", "sa", ExecutorKind::Kubelet, ArgoVersion::V3_3);
-        assert!(
-            k.contains("pods/log") && k.contains("kind: ClusterRoleBinding"),
-            "{k}"
-        );
-        assert!(k.contains("name: argoexec-kubelet-ns-sa"), "{k}");
-        assert_eq!(docs(&k), 4);
-        let a = default_rbac("ns", "sa", ExecutorKind::K8sApi, ArgoVersion::V3_3);
-        assert!(
-            a.contains("resources: [pods/exec]")
-                && a.contains("metadata: {name: argoexec-k8sapi-exec, namespace: ns}"),
-            "{a}"
-        );
-        for r in [v41, v35, k, a] {
-            let parsed: Vec<serde_json::Value> = serde_saphyr::from_multiple(&r).unwrap();
-            assert!(parsed.iter().all(|d| d["kind"].is_string()), "{r}");
-        }
-    }
 }
