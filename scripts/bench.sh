@@ -58,7 +58,7 @@ args_for() {
       base_layer) echo "$rel 64 1" ;;
       s3) echo "$static_bin --size-mib 64 --files 200 --runs 1" ;;
       taskresult) echo "--steps 1,10,50 --versions 3.3,3.5,4.1" ;;
-      footprint) echo "$static_dir ${FOOTPRINT_BASELINE:-}" ;;
+      footprint) echo "$dist_dir argoexec-rs:footprint ${FOOTPRINT_BASELINE:-}" ;;
     esac
   else
     case "$1" in
@@ -70,7 +70,7 @@ args_for() {
       base_layer) echo "$rel 1024 3" ;;
       s3) echo "$static_bin --size-mib 2048 --files 10000 --runs 1" ;;
       taskresult) echo "--steps 1,50,200 --versions 3.3,3.5,3.7,4.0,4.1" ;;
-      footprint) echo "$static_dir ${FOOTPRINT_BASELINE:-}" ;;
+      footprint) echo "$dist_dir argoexec-rs:footprint ${FOOTPRINT_BASELINE:-}" ;;
     esac
   fi
 }
@@ -114,9 +114,17 @@ early_failures=()
 step "scripts/setup.sh (Docker Engine, images, moto venv)" "" bash scripts/setup.sh
 # build-static.sh prints the programs' directory last.
 static_dir=target/static/$(rustc -vV | sed -n 's/^host: //p')/release
-step "static build (scripts/build-static.sh)" "s3 footprint" bash scripts/build-static.sh &&
+step "static build (scripts/build-static.sh)" "s3" bash scripts/build-static.sh &&
   static_dir=$(tail -1 "$logs/setup.log")
 static_bin=$static_dir/argoexec
+# The image a cluster pulls is the dist profile (fat LTO): footprint measures that build.
+dist_dir=${static_dir%/*}/dist
+if wants footprint; then
+  step "static dist build (scripts/build-static.sh --profile dist)" "footprint" \
+    bash scripts/build-static.sh --profile dist && dist_dir=$(tail -1 "$logs/setup.log")
+  step "the dist image (scripts/image.sh --tag footprint)" "footprint" \
+    bash scripts/image.sh --tag footprint --no-archive
+fi
 if wants s3; then step "awscli venv (scripts/pyenv.sh awscli)" "s3" bash scripts/pyenv.sh awscli; fi
 step "release build of argoexec" "emissary run wait_notice base_layer" \
   cargo build --release --locked -p argoexec -p argoexec-emissary -p argoexec-local

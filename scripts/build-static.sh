@@ -4,16 +4,21 @@
 #   argoexec-emissary — the per-pod copy init installs at /var/run/argo/argoexec;
 #   argoexec-local    — the local tools (run, node, render), for the host.
 # The same build serves the image and the host (scripts/demo.sh runs the host's tools from
-# it). Symbols are stripped by the release profile. Prints the sizes, then the directory last.
+# it). Symbols are stripped by the profile. Prints the sizes, then the directory last.
+#   bash scripts/build-static.sh [--profile release|dist]
+# `release` (default) builds fast; `dist` (fat LTO, one codegen unit: the image a cluster
+# pulls, scripts/image.sh) is smaller and takes longer (root Cargo.toml).
 # An explicit --target is needed so that proc-macro crates are still built dynamically.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+profile=release
+if [ "${1:-}" = --profile ]; then profile=${2:?--profile needs release or dist}; fi
 target=$(rustc -vV | sed -n 's/^host: //p')
 # Under CARGO_TARGET_DIR when set (CI keeps its build cache outside the clone).
 dir="${STATIC_TARGET_DIR:-${CARGO_TARGET_DIR:-target}/static}"
-echo "build-static: cargo build --release (static; the first build takes several minutes)" >&2
-RUSTFLAGS="-C target-feature=+crt-static" cargo build --release --locked --target "$target" \
+echo "build-static: cargo build --profile $profile (static; the first build takes several minutes)" >&2
+RUSTFLAGS="-C target-feature=+crt-static" cargo build --profile "$profile" --locked --target "$target" \
   -p argoexec -p argoexec-emissary -p argoexec-local --target-dir "$dir"
-out="$dir/$target/release"
+out="$dir/$target/$profile"
 ls -l "$out/argoexec" "$out/argoexec-emissary" "$out/argoexec-local" >&2
 echo "$out"

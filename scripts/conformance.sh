@@ -16,11 +16,13 @@ venv=$(bash scripts/pyenv.sh | tail -1)
 if [ -n "${ARGOEXEC_NODE_BIN:-}" ]; then
   bin=$ARGOEXEC_NODE_BIN
 else
-  cargo build -p argoexec --locked
+  # `argoexec node` hands over to argoexec-local beside it: build both.
+  cargo build -p argoexec -p argoexec-local --locked
   bin=${CARGO_TARGET_DIR:-$PWD/target}/debug/argoexec
 fi
 
-# The node subcommand is part of argoexec: a binary without it is a failure, not a skip.
+# The node subcommand (argoexec-local's, through argoexec): a build without it is a failure,
+# not a skip.
 if ! "$bin" node --help >/dev/null 2>&1; then
   echo "conformance: FAIL - '$bin node' does not work: $("$bin" node --help 2>&1 | head -1)" >&2
   exit 1

@@ -8,24 +8,29 @@
 # Both carry OCI labels. Unless --no-archive, `docker save` writes both to
 # target/image/NAME-TAG.tar (docker load, ctr images import and registry tools take it).
 #   bash scripts/image.sh [--name argoexec-rs] [--tag <workspace version>] [--no-archive]
+#                         [--profile dist|release]
+# The default profile is `dist` (fat LTO: the smallest programs); scripts/images.sh builds the
+# tests' argoexec:dev with `release`, which builds faster.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DOCKER=${DOCKER:-docker}
 name=argoexec-rs
 tag=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 archive=1
+profile=dist
 while [ $# -gt 0 ]; do
   case "$1" in
     --name) name=$2; shift 2 ;;
     --tag) tag=$2; shift 2 ;;
     --no-archive) archive=0; shift ;;
+    --profile) profile=$2; shift 2 ;;
     *) echo "image.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-static_dir=$(bash scripts/build-static.sh | tail -1)
+static_dir=$(bash scripts/build-static.sh --profile "$profile" | tail -1)
 root=$work/root
 mkdir -p "$root/etc/ssl/certs" "$root/tmp"
 chmod 1777 "$root/tmp"

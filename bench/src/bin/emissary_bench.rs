@@ -1,14 +1,14 @@
-//! Emissary wrapper figures (printed, not asserted):
-//! * latency, over N runs (`--runs N`, default 200) of `argoexec emissary -- /bin/sh -c ': > t'`, from the wrapper's
+//! Emissary wrapper figures (printed, not asserted), of the per-pod copy (`argoexec-emissary`):
+//! * latency, over N runs (`--runs N`, default 200) of `argoexec-emissary emissary -- /bin/sh -c ': > t'`, from the wrapper's
 //!   start and from the child's last action (closing `t`, seen by inotify) to the `exitcode`
 //!   file appearing (seen by the same inotify instance in this process); the same child run
 //!   without the wrapper as a baseline;
 //! * the wrapper's VmRSS / VmHWM while its child sleeps;
 //! * the size of `target/release/argoexec` and of the stripped static binary
-//!   (`$ARGOEXEC_STATIC_BIN`, else `target/static/<arch>-unknown-linux-gnu/release/argoexec.stripped`).
+//!   (`$ARGOEXEC_STATIC_BIN`, else `target/static/<arch>-unknown-linux-gnu/release/argoexec`).
 //!
-//! Usage: `emissary_bench [--runs N]`. The binary is `$ARGOEXEC_BIN`, else
-//! `target/release/argoexec`, else `target/debug/argoexec`. Besides the human output, one
+//! Usage: `emissary_bench [--runs N]`. The wrapper is `argoexec-emissary` beside
+//! `$ARGOEXEC_BIN`, else in `target/release`, else in `target/debug`. Besides the human output, one
 //! `BENCH-ROW` line per README figure (bench `emissary`).
 //! inotify is used through libc (the bench crate has no nix/inotify dependency).
 
@@ -102,18 +102,20 @@ mod ino {
     }
 }
 
+/// The wrapper under test: the per-pod copy, `argoexec-emissary`, beside `$ARGOEXEC_BIN` or in
+/// `target/release` (else `target/debug`).
 fn binary() -> PathBuf {
     if let Some(p) = std::env::var_os("ARGOEXEC_BIN") {
-        return PathBuf::from(p);
+        return PathBuf::from(p).with_file_name("argoexec-emissary");
     }
     let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target");
     for profile in ["release", "debug"] {
-        let p = target.join(profile).join("argoexec");
+        let p = target.join(profile).join("argoexec-emissary");
         if p.exists() {
             return p;
         }
     }
-    panic!("no argoexec binary: build it (cargo build --release -p argoexec) or set ARGOEXEC_BIN");
+    panic!("no argoexec-emissary: build it (cargo build --release -p argoexec-emissary) or set ARGOEXEC_BIN");
 }
 
 fn pct(v: &mut [Duration], p: usize) -> f64 {

@@ -4,11 +4,12 @@
 //! * the per-pod copy's RSS while its child runs (`emissary -- sh -c 'echo ready; exec sleep'`);
 //! * `argoexec wait`'s RSS while it waits for main (emissary executor, report to a file).
 //!
-//! Usage: `footprint_bench [STATIC_DIR] [BASELINE_ARGOEXEC]`. STATIC_DIR holds the three
-//! programs (`scripts/build-static.sh` prints it; default `target/static/<host>/release`).
-//! BASELINE_ARGOEXEC (or `$FOOTPRINT_BASELINE`) is a one-binary build from before the split
-//! (it played all three parts); without it the baseline columns say so. The image's size is
-//! `docker image inspect` of `$ARGOEXEC_IMAGE` (default `argoexec:dev`) when Docker answers.
+//! Usage: `footprint_bench [STATIC_DIR] [IMAGE] [BASELINE_ARGOEXEC]`. STATIC_DIR holds the
+//! three programs (`scripts/build-static.sh --profile dist` prints it; default
+//! `target/static/<host>/dist`); IMAGE is the image built from them (`scripts/image.sh`;
+//! default `argoexec-rs:footprint`), measured with `docker image inspect` when Docker answers,
+//! else by its files. BASELINE_ARGOEXEC (or `$FOOTPRINT_BASELINE`) is a one-binary build from
+//! before the split (it played all three parts); without it the baseline columns say so.
 //! Figures, not assertions.
 
 use std::io::{BufRead, BufReader};
@@ -24,6 +25,7 @@ const MB: f64 = 1e6;
 fn main() {
     let mut args = std::env::args().skip(1);
     let dir = args.next().map(PathBuf::from).unwrap_or_else(default_dir);
+    let image = args.next().unwrap_or_else(|| "argoexec-rs:footprint".into());
     let baseline = args
         .next()
         .or_else(|| std::env::var("FOOTPRINT_BASELINE").ok())
@@ -36,7 +38,7 @@ fn main() {
             .as_ref()
             .map_or("none".into(), |p| p.display().to_string())
     );
-    sizes(&dir, baseline.as_deref());
+    sizes(&dir, &image, baseline.as_deref());
     wrapper_rss(&dir.join("argoexec-emissary"), baseline.as_deref());
     wait_rss(&dir.join("argoexec"), baseline.as_deref());
 }
@@ -67,7 +69,7 @@ fn row(figure: &str, ours: String, base: Option<String>, goal: &str, met: bool) 
     .emit();
 }
 
-fn sizes(dir: &Path, baseline: Option<&Path>) {
+fn sizes(dir: &Path, image: &str, baseline: Option<&Path>) {
     let base = baseline.and_then(size);
     for (name, goal, limit) in [
         ("argoexec-emissary", "≤ 4 MB", 4.0),
@@ -94,9 +96,8 @@ fn sizes(dir: &Path, baseline: Option<&Path>) {
         .filter_map(|n| size(&dir.join(n)))
         .sum::<f64>()
         + ca;
-    let image = std::env::var("ARGOEXEC_IMAGE").unwrap_or_else(|_| "argoexec:dev".into());
     let inspected = Command::new(argoexec_bench::docker())
-        .args(["image", "inspect", "-f", "{{.Size}}", &image])
+        .args(["image", "inspect", "-f", "{{.Size}}", image])
         .output()
         .ok()
         .filter(|o| o.status.success())

@@ -67,7 +67,10 @@ fn main() {
     argoexec_logging::init(&cli.loglevel, cli.log_format);
     if let Command::Init(_) | Command::Wait(_) = cli.command {
         // The line an operator looks for to tell which executor a pod runs.
-        tracing::info!(version = env!("CARGO_PKG_VERSION"), "argoexec-rs executor starting");
+        tracing::info!(
+            version = env!("CARGO_PKG_VERSION"),
+            "argoexec-rs executor starting"
+        );
     }
     let code = match cli.command {
         Command::Init(a) => commands::init::run(a),

@@ -1,7 +1,7 @@
 //! The executor flows: `argoexec init` ([`init`]) and `argoexec wait` ([`wait`]).
 //!
 //! Both are generic over the runtime seam ([`argoexec_runtime::RuntimeExecutor`]) and the
-//! reporter ([`argoexec_report::OutputReporter`]); they never know which backend runs. The
+//! reporter ([`argoexec_runtime::report::OutputReporter`]); they never know which backend runs. The
 //! output algorithms (parameters, artifacts, the script result, log archival) live in
 //! [`outputs`], one module each, so the wait flow reads as the sequence Argo runs.
 
@@ -73,7 +73,7 @@ pub enum FlowError {
     },
     /// Reporting the outputs failed.
     #[error(transparent)]
-    Report(#[from] argoexec_report::ReportError),
+    Report(Box<dyn std::error::Error + Send + Sync>),
     /// The step was stopped (deadline or SIGTERM); the message is the node message.
     #[error("{0}")]
     Stopped(String),

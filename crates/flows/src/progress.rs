@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use argoexec_core::fswatch::{POLL_PERIOD, WatchMode, is_exhausted};
-use argoexec_report::OutputReporter;
+use argoexec_runtime::report::OutputReporter;
 use futures::StreamExt;
 use inotify::{Inotify, WatchMask};
 use tokio::sync::watch;

@@ -18,7 +18,7 @@
 use std::time::{Duration, SystemTime};
 
 use argoexec_core::template::{INIT, MAIN, WAIT};
-use argoexec_report::{NodeResult, OutputReporter};
+use argoexec_runtime::report::{NodeResult, OutputReporter};
 use argoexec_runtime::{ContainerExit, ErrorKind, RuntimeExecutor};
 use tokio_util::sync::CancellationToken;
 
@@ -54,7 +54,7 @@ pub async fn run<R: RuntimeExecutor, P: OutputReporter>(
     // SIGTERM while it is still retrying skips it: the report upserts anyway.
     tokio::select! {
         r = reporter.start() => if let Err(e) = r {
-            errors.push(e.into());
+            errors.push(FlowError::Report(Box::new(e)));
         },
         _ = terminate.cancelled() => tracing::warn!("terminated before outputs were announced"),
     }
@@ -111,7 +111,7 @@ pub async fn run<R: RuntimeExecutor, P: OutputReporter>(
         outcome.message = errors.first().map(ToString::to_string);
     }
     if let Err(e) = reporter.report(&outcome).await {
-        errors.push(e.into());
+        errors.push(FlowError::Report(Box::new(e)));
     }
     if let Err(e) = kill_sidecars(ctx, runtime, &mains).await {
         errors.push(e);

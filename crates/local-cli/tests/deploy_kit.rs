@@ -42,19 +42,33 @@ fn every_rbac_document_is_its_kind_and_binds_a_role_of_the_same_file() {
         let mut roles = Vec::new();
         for d in &docs {
             assert_eq!(d["apiVersion"], "rbac.authorization.k8s.io/v1", "{}", p.display());
-            assert_eq!(d["metadata"]["labels"]["app.kubernetes.io/name"], "argoexec-rs", "{}", p.display());
+            assert_eq!(
+                d["metadata"]["labels"]["app.kubernetes.io/name"],
+                "argoexec-rs",
+                "{}",
+                p.display()
+            );
             match d["kind"].as_str().unwrap() {
                 "Role" => roles.push(typed::<Role>(d, &p).metadata.name.unwrap()),
                 "ClusterRole" => roles.push(typed::<ClusterRole>(d, &p).metadata.name.unwrap()),
                 "RoleBinding" => {
                     let b: RoleBinding = typed(d, &p);
-                    assert!(roles.contains(&b.role_ref.name), "{}: binds {}", p.display(), b.role_ref.name);
+                    assert!(
+                        roles.contains(&b.role_ref.name),
+                        "{}: binds {}",
+                        p.display(),
+                        b.role_ref.name
+                    );
                 }
                 "ClusterRoleBinding" => {
                     let b: ClusterRoleBinding = typed(d, &p);
                     assert!(roles.contains(&b.role_ref.name), "{}", p.display());
                     let s = &b.subjects.unwrap()[0];
-                    assert!(s.namespace.is_some(), "{}: a cluster binding's subject needs a namespace", p.display());
+                    assert!(
+                        s.namespace.is_some(),
+                        "{}: a cluster binding's subject needs a namespace",
+                        p.display()
+                    );
                 }
                 other => panic!("{}: unexpected kind {other}", p.display()),
             }
@@ -72,10 +86,20 @@ fn every_controller_config_map_names_an_executor_container_the_pod_builder_takes
         let cm: ConfigMap = typed(&docs(&p)[0], &p);
         assert_eq!(cm.metadata.name.as_deref(), Some("workflow-controller-configmap"));
         let executor = cm.data.unwrap()["executor"].clone();
-        let c: Container = serde_saphyr::from_str(&executor).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-        assert!(c.image.as_deref().is_some_and(|i| i.contains("argoexec-rs")), "{}", p.display());
+        let c: Container =
+            serde_saphyr::from_str(&executor).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        assert!(
+            c.image.as_deref().is_some_and(|i| i.contains("argoexec-rs")),
+            "{}",
+            p.display()
+        );
         let sc = c.security_context.unwrap();
-        assert_eq!((sc.run_as_non_root, sc.run_as_user), (Some(true), Some(8737)), "{}", p.display());
+        assert_eq!(
+            (sc.run_as_non_root, sc.run_as_user),
+            (Some(true), Some(8737)),
+            "{}",
+            p.display()
+        );
         let (config, warnings) = argoexec_podbuilder::ControllerConfig::from_configmap_yaml(&text)
             .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
         assert!(warnings.is_empty(), "{}: {warnings:?}", p.display());
@@ -97,7 +121,10 @@ fn helm_values_and_kustomize_overlay() {
     assert_eq!(k["kind"], "Kustomization");
     for r in k["resources"].as_array().unwrap() {
         let r = r.as_str().unwrap();
-        assert!(r.starts_with("https://") || dir.join(r).is_file(), "missing resource {r}");
+        assert!(
+            r.starts_with("https://") || dir.join(r).is_file(),
+            "missing resource {r}"
+        );
     }
     for patch in k["patches"].as_array().unwrap() {
         let file = dir.join(patch["path"].as_str().unwrap());

@@ -279,6 +279,8 @@ impl ApiReporter {
 }
 
 impl OutputReporter for ApiReporter {
+    type Error = ReportError;
+
     async fn start(&self) -> Result<(), ReportError> {
         if !self.version.has_report_handshake() {
             return Ok(());

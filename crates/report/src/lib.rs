@@ -1,4 +1,5 @@
-//! Output reporting behind one small trait, [`OutputReporter`].
+//! Output reporting behind the reporter seam, [`OutputReporter`] (defined in
+//! `argoexec-runtime`, beside the runtime seam, so the flows need no HTTP client).
 //!
 //! The wait flow hands its captured outputs to a reporter. Two implement the trait:
 //! - [`FileReporter`]: the local sink, the node result as JSON in a file (tests, local runs,
@@ -15,10 +16,8 @@
 //! Modules: [`api`] (the API reporter), [`taskresult`] (its request bodies), [`incluster`]
 //! (address, CA, token), [`retry`] (backoff and classification), [`error`].
 
-use std::future::Future;
 use std::path::PathBuf;
 
-use argoexec_core::template::Outputs;
 use serde_json::json;
 
 pub mod api;
@@ -33,44 +32,8 @@ pub use error::ReportError;
 pub use incluster::{InClusterConfig, InClusterError, TokenSource};
 pub use taskresult::{Owner, TaskResultTarget};
 
-/// What a step reports besides its outputs.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct NodeResult {
-    /// Captured outputs.
-    pub outputs: Outputs,
-    /// The first error, if the step failed.
-    pub message: Option<String>,
-    /// Self-reported progress `N/M`, if any.
-    pub progress: Option<String>,
-}
-
-/// Reports a step's result to whoever assesses the node.
-pub trait OutputReporter: Send + Sync {
-    /// Announce, before waiting for the main containers, that outputs will come (Argo
-    /// v3.5's `InitializeOutput`). The default does nothing.
-    ///
-    /// # Errors
-    /// When the announcement could not be delivered.
-    fn start(&self) -> impl Future<Output = Result<(), ReportError>> + Send {
-        async { Ok(()) }
-    }
-
-    /// Report the step's self-reported progress `N/M` while main runs. The default does
-    /// nothing.
-    ///
-    /// # Errors
-    /// When the progress could not be delivered.
-    fn progress(&self, progress: &str) -> impl Future<Output = Result<(), ReportError>> + Send {
-        let _ = progress;
-        async { Ok(()) }
-    }
-
-    /// Report (create or update) the node result.
-    ///
-    /// # Errors
-    /// When the report could not be delivered.
-    fn report(&self, result: &NodeResult) -> impl Future<Output = Result<(), ReportError>> + Send;
-}
+/// The reporter seam lives in `argoexec-runtime`, beside the runtime seam; re-exported here.
+pub use argoexec_runtime::report::{NodeResult, OutputReporter};
 
 /// Writes the node result as JSON to a file, atomically.
 #[derive(Debug, Clone)]
@@ -91,6 +54,8 @@ impl FileReporter {
 }
 
 impl OutputReporter for FileReporter {
+    type Error = ReportError;
+
     async fn report(&self, result: &NodeResult) -> Result<(), ReportError> {
         let mut doc = json!({ "outputs": result.outputs });
         if let Some(m) = &result.message {
@@ -136,6 +101,8 @@ impl AnyReporter {
 }
 
 impl OutputReporter for AnyReporter {
+    type Error = ReportError;
+
     async fn start(&self) -> Result<(), ReportError> {
         match self {
             Self::File(f) => f.start().await,

@@ -8,6 +8,10 @@
 //!
 //! Errors carry a [`ErrorKind`] the flows branch on (`NotFound` → skip an optional artifact,
 //! `Unsupported` → use a parameter's default), never on message text.
+//!
+//! Beside it, the reporter seam ([`report::OutputReporter`]): where the wait flow's result goes.
+
+pub mod report;
 
 use std::future::Future;
 use std::path::Path;

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The release image, checked as a user gets it: scripts/image.sh builds argoexec-rs:TAG and
+# TAG-nonroot and their `docker save` archive; the images are removed, the archive loaded
+# back, and each image must have its entrypoint, user, OCI labels and programs (the local
+# tools must not be there). Also imported into containerd's store with `ctr` when a
+# containerd answers. Run by scripts/test.sh after the cargo tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DOCKER=${DOCKER:-docker}
+tag=check-$$
+name=argoexec-rs
+fail() { echo "check-image: FAILED: $*" >&2; exit 1; }
+# The tests' profile (the build scripts/images.sh already made); scripts/image.sh defaults to dist.
+archive=$(bash scripts/image.sh --tag "$tag" --profile release | tail -1)
+trap '"$DOCKER" image rm -f "$name:$tag" "$name:$tag-nonroot" >/dev/null 2>&1 || true; rm -f "$archive"' EXIT
+"$DOCKER" image rm "$name:$tag" "$name:$tag-nonroot" >/dev/null
+"$DOCKER" load -i "$archive" >/dev/null || fail "docker load -i $archive"
+for ref in "$name:$tag" "$name:$tag-nonroot"; do
+  entry=$("$DOCKER" image inspect -f '{{json .Config.Entrypoint}}' "$ref")
+  [ "$entry" = '["/argoexec"]' ] || fail "$ref entrypoint $entry"
+  version=$("$DOCKER" image inspect -f '{{index .Config.Labels "org.opencontainers.image.version"}}' "$ref")
+  [ "$version" = "$tag" ] || fail "$ref label org.opencontainers.image.version=$version"
+  "$DOCKER" image inspect -f '{{index .Config.Labels "org.opencontainers.image.revision"}}' "$ref" | grep -Eq '^[0-9a-f]{40}$|^unknown$' ||
+    fail "$ref has no revision label"
+  out=$("$DOCKER" run --rm --network none "$ref" version) || fail "$ref version"
+  [[ "$out" == *argoexec-rs* ]] || fail "$ref version printed: $out"
+  out=$("$DOCKER" run --rm --network none --entrypoint /argoexec-emissary "$ref" version) || fail "$ref emissary version"
+  [[ "$out" == argoexec-emissary* ]] || fail "$ref /argoexec-emissary version printed: $out"
+  # The local tools are not in the image, and argoexec says so.
+  if out=$("$DOCKER" run --rm --network none "$ref" run x.yaml 2>&1); then fail "$ref ran 'run'"; fi
+  [[ "$out" == *argoexec-local* ]] || fail "$ref 'run' printed: $out"
+done
+user=$("$DOCKER" image inspect -f '{{.Config.User}}' "$name:$tag-nonroot")
+[ "$user" = 8737:8737 ] || fail "nonroot user is '$user'"
+root_user=$("$DOCKER" image inspect -f '{{.Config.User}}' "$name:$tag")
+[ -z "$root_user" ] || fail "root image user is '$root_user'"
+if command -v ctr >/dev/null && ctr version >/dev/null 2>&1; then
+  ctr -n argoexec-check images import "$archive" >/dev/null || fail "ctr images import"
+  ctr -n argoexec-check images ls -q | grep -q "$name:$tag-nonroot" || fail "ctr lists no $name:$tag-nonroot"
+  ctr -n argoexec-check images rm "docker.io/library/$name:$tag" "docker.io/library/$name:$tag-nonroot" >/dev/null 2>&1 || true
+  echo "check-image: ctr images import: ok"
+else
+  echo "check-image: ctr images import: skipped (no containerd answering)"
+fi
+echo "check-image: ok ($(stat -c %s "$archive") bytes archive; $name:$tag and $name:$tag-nonroot)"
