@@ -157,12 +157,23 @@ fn init_installs_emissary_and_version_and_kill() {
 #[test]
 fn json_log_format() {
     let (_, stderr, _) = run(&["--log-format", "json", "wait"], &[("ARGO_TEMPLATE", "{}")]);
-    let line = stderr
+    // Every line is JSON: the start line, then the error.
+    let lines: Vec<serde_json::Value> = stderr
         .lines()
-        .find(|l| l.starts_with('{'))
-        .expect("a JSON log line");
-    let v: serde_json::Value = serde_json::from_str(line).unwrap();
-    assert_eq!(v["level"], "ERROR");
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        lines.first().map(|v| v["message"].clone()),
+        Some("argoexec-rs executor starting".into()),
+        "{stderr}"
+    );
+    assert_eq!(
+        lines.first().map(|v| v["level"].clone()),
+        Some("INFO".into()),
+        "{stderr}"
+    );
+    assert!(lines.iter().any(|v| v["level"] == "ERROR"), "{stderr}");
 }
 
 #[test]

@@ -77,9 +77,16 @@ pub fn init(level: &str, format: Format) {
 }
 
 /// Install the global subscriber (stderr) at an Argo level; an unknown name means `info`.
-/// No filter directives: the in-pod wrapper links no parser for them.
+/// `RUST_LOG` counts when it is a bare level (`debug`), as with [`init`]; filter directives
+/// are not parsed: the in-pod wrapper links no parser for them.
 pub fn init_level(level: &str, format: Format) {
-    install(argo_level(level).unwrap_or(LevelFilter::INFO), format);
+    let from_env = std::env::var("RUST_LOG").ok().and_then(|l| argo_level(&l));
+    install(
+        from_env
+            .or_else(|| argo_level(level))
+            .unwrap_or(LevelFilter::INFO),
+        format,
+    );
 }
 
 fn install<F>(filter: F, format: Format)
