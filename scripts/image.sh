@@ -44,13 +44,13 @@ printf 'root:x:0:\n8737:x:8737:\n' >"$root/etc/group"
 revision=$(git rev-parse HEAD 2>/dev/null || echo unknown)
 created=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 labels=(
-  -c "LABEL org.opencontainers.image.title=argoexec-rs"
-  -c "LABEL org.opencontainers.image.description=Argo Workflows pod executor (argoexec) in Rust"
-  -c "LABEL org.opencontainers.image.version=$tag"
-  -c "LABEL org.opencontainers.image.revision=$revision"
-  -c "LABEL org.opencontainers.image.created=$created"
-  -c "LABEL org.opencontainers.image.licenses=Apache-2.0"
-  -c "LABEL org.opencontainers.image.source=$(sed -n 's/^repository = "\(.*\)"/\1/p' Cargo.toml | head -1)"
+  -c "LABEL org.opencontainers.image.title=\"argoexec-rs\""
+  -c "LABEL org.opencontainers.image.description=\"Argo Workflows pod executor (argoexec) in Rust\""
+  -c "LABEL org.opencontainers.image.version=\"$tag\""
+  -c "LABEL org.opencontainers.image.revision=\"$revision\""
+  -c "LABEL org.opencontainers.image.created=\"$created\""
+  -c "LABEL org.opencontainers.image.licenses=\"Apache-2.0\""
+  -c "LABEL org.opencontainers.image.source=\"$(sed -n 's/^repository = "\(.*\)"/\1/p' Cargo.toml | head -1)\""
 )
 common=(
   -c 'ENV PATH=/'

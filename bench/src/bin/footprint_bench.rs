@@ -15,7 +15,7 @@
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use argoexec_bench::Row;
 
@@ -39,8 +39,22 @@ fn main() {
             .map_or("none".into(), |p| p.display().to_string())
     );
     sizes(&dir, &image, baseline.as_deref());
-    wrapper_rss(&dir.join("argoexec-emissary"), baseline.as_deref());
-    wait_rss(&dir.join("argoexec"), baseline.as_deref());
+    let base = baseline.as_deref();
+    let copy = dir.join("argoexec-emissary");
+    rss_row(
+        "per-pod copy RSS while the child runs",
+        wrapper_once,
+        &copy,
+        base,
+        3.0,
+    );
+    rss_row(
+        "wait RSS while waiting",
+        wait_once,
+        &dir.join("argoexec"),
+        base,
+        8.0,
+    );
 }
 
 fn default_dir() -> PathBuf {
@@ -160,15 +174,27 @@ fn stop(mut child: Child) {
     let _ = child.wait();
 }
 
-fn wrapper_rss(slim: &Path, baseline: Option<&Path>) {
-    let figure = "per-pod copy RSS while the child runs";
-    let base = baseline.and_then(wrapper_once).map(|m| format!("{m:.1} MiB"));
-    match wrapper_once(slim) {
+/// One RSS row: `measure` run on `program` and on the baseline, judged against `limit` MiB.
+fn rss_row(
+    figure: &str,
+    measure: fn(&Path) -> Option<f64>,
+    program: &Path,
+    baseline: Option<&Path>,
+    limit: f64,
+) {
+    let base = baseline.and_then(measure).map(|m| format!("{m:.1} MiB"));
+    match measure(program) {
         Some(m) => {
             println!("{figure}: {m:.1} MiB (baseline {base:?})");
-            row(figure, format!("{m:.1} MiB"), base, "≤ 3 MiB", m <= 3.0);
+            row(
+                figure,
+                format!("{m:.1} MiB"),
+                base,
+                &format!("≤ {limit} MiB"),
+                m <= limit,
+            );
         }
-        None => Row::failed("footprint", figure, format!("{} did not run", slim.display())).emit(),
+        None => Row::failed("footprint", figure, format!("{} did not run", program.display())).emit(),
     }
 }
 
@@ -189,21 +215,8 @@ fn wait_once(program: &Path) -> Option<f64> {
         .stderr(Stdio::null())
         .spawn()
         .ok()?;
-    let until = Instant::now() + Duration::from_secs(1);
-    std::thread::sleep(until - Instant::now());
+    std::thread::sleep(Duration::from_secs(1));
     let rss = rss_mib(child.id());
     stop(child);
     rss
-}
-
-fn wait_rss(argoexec: &Path, baseline: Option<&Path>) {
-    let figure = "wait RSS while waiting";
-    let base = baseline.and_then(wait_once).map(|m| format!("{m:.1} MiB"));
-    match wait_once(argoexec) {
-        Some(m) => {
-            println!("{figure}: {m:.1} MiB (baseline {base:?})");
-            row(figure, format!("{m:.1} MiB"), base, "≤ 8 MiB", m <= 8.0);
-        }
-        None => Row::failed("footprint", figure, format!("{} did not run", argoexec.display())).emit(),
-    }
 }
