@@ -262,11 +262,11 @@ fn a_full_var_run_argo_fails_the_emissarys_staging_clearly() {
     if !docker_available() {
         return;
     }
-    // /var/run/argo holds the ~38 MB argoexec copy; 48 MiB leaves no room for the 24 MiB
+    // /var/run/argo holds the per-pod copy (a few MB); 16 MiB leaves no room for the 24 MiB
     // output the emissary stages there. docker and pns read main's root instead.
     let y = big_output_step("fullstage");
     for ex in only(&["emissary", "docker", "pns"]) {
-        let r = run_yaml(&y, ex, &["--faults", "emptydir-size=var-run-argo:48Mi"]);
+        let r = run_yaml(&y, ex, &["--faults", "emptydir-size=var-run-argo:16Mi"]);
         if ex == "emissary" {
             assert_eq!(r.phase(), "Failed", "{ex}: {}", r.dump());
             assert!(
