@@ -177,13 +177,21 @@ pub fn assess(status: &PodStatus, mains: &[String], report: Option<(&Outputs, Op
     // A container that never ran: say why when the node said (CreateContainerConfigError
     // with the kubelet's message, a refused image, …), as Argo's controller takes it from
     // the waiting state.
-    let never_ran: Vec<&ContainerStatus> = statuses().filter(|c| term(c).is_none()).collect();
-    if !never_ran.is_empty() {
+    // An init container's cause comes first: the others then only wait (PodInitializing).
+    let never_ran: Vec<&ContainerStatus> = status
+        .init_container_statuses
+        .iter()
+        .flatten()
+        .chain(statuses())
+        .filter(|c| term(c).is_none())
+        .collect();
+    if statuses().any(|c| term(c).is_none()) {
         let waiting = never_ran.iter().find_map(|c| {
             let w = c.state.as_ref()?.waiting.as_ref()?;
             let reason = w.reason.clone().unwrap_or_default();
             let message = w.message.clone().unwrap_or_default();
-            (!reason.is_empty() || !message.is_empty())
+            let informative = !matches!(reason.as_str(), "" | "PodInitializing" | "ContainerCreating");
+            (informative || !message.is_empty())
                 .then(|| format!("container {:?} did not run: {reason}: {message}", c.name))
         });
         return done(
@@ -282,6 +290,21 @@ mod tests {
         assert_eq!(
             o.message.as_deref(),
             Some("container \"main\" did not run: CreateContainerConfigError: secret \"db\" not found")
+        );
+        // An init container refused: its cause, not the others' PodInitializing.
+        let waiting = |name: &str, reason: &str, message: &str| {
+            json!({"name": name, "image": "x", "imageID": "", "ready": false, "restartCount": 0,
+                   "state": {"waiting": {"reason": reason, "message": message}}})
+        };
+        let s = status(json!({"phase": "Failed",
+            "initContainerStatuses": [waiting("init", "CreateContainerConfigError", "container has runAsNonRoot and image will run as root")],
+            "containerStatuses": [waiting("wait", "PodInitializing", ""), waiting("main", "PodInitializing", "")]}));
+        let o = assess(&s, &["main".to_string()], None);
+        assert_eq!(
+            o.message.as_deref(),
+            Some(
+                "container \"init\" did not run: CreateContainerConfigError: container has runAsNonRoot and image will run as root"
+            )
         );
         let bare = status(json!({"containerStatuses": [
             {"name": "main", "image": "b", "imageID": "", "ready": false, "restartCount": 0, "state": {}}]}));
