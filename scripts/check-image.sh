@@ -31,7 +31,7 @@ for ref in "$name:$tag" "$name:$tag-nonroot"; do
   [[ "$out" == *argoexec-local* ]] || fail "$ref 'run' printed: $out"
 done
 user=$("$DOCKER" image inspect -f '{{.Config.User}}' "$name:$tag-nonroot")
-[ "$user" = 8737:8737 ] || fail "nonroot user is '$user'"
+[ "$user" = 8737 ] || fail "nonroot user is '$user'"
 root_user=$("$DOCKER" image inspect -f '{{.Config.User}}' "$name:$tag")
 [ -z "$root_user" ] || fail "root image user is '$root_user'"
 if command -v ctr >/dev/null && ctr version >/dev/null 2>&1; then

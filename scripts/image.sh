@@ -3,7 +3,7 @@
 #   NAME:TAG          — FROM scratch: /argoexec (init, wait, artifact; the entrypoint),
 #                       /argoexec-emissary (the per-pod copy init installs), the CA bundle,
 #                       /tmp; runs as root like Argo's argoexec image;
-#   NAME:TAG-nonroot  — the same files, USER 8737:8737 (Argo's non-root UID), for Pod
+#   NAME:TAG-nonroot  — the same files, USER 8737 (Argo's non-root UID; group 0), for Pod
 #                       Security "restricted" (runAsNonRoot).
 # Both carry OCI labels. Unless --no-archive, `docker save` writes both to
 # target/image/NAME-TAG.tar (docker load, ctr images import and registry tools take it).
@@ -37,9 +37,10 @@ chmod 1777 "$root/tmp"
 install -m 0555 "$static_dir/argoexec" "$static_dir/argoexec-emissary" "$root/"
 cp /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/" 2>/dev/null ||
   : >"$root/etc/ssl/certs/ca-certificates.crt"
-# Names for the two users, so tools that print them have one (no shell, no login).
-printf 'root:x:0:0:root:/:/sbin/nologin\n8737:x:8737:8737:argoexec:/tmp:/sbin/nologin\n' >"$root/etc/passwd"
-printf 'root:x:0:\n8737:x:8737:\n' >"$root/etc/group"
+# No /etc/passwd or /etc/group: with one naming UID 8737, a pod that sets runAsUser without
+# runAsGroup would get that entry's group in the executor's containers but group 0 in images
+# without it, and a pns wait could no longer read a main of the same UID (ptrace access needs
+# the same uid and gid).
 
 revision=$(git rev-parse HEAD 2>/dev/null || echo unknown)
 created=$(date -u +%Y-%m-%dT%H:%M:%SZ)
@@ -70,7 +71,7 @@ build() { # REF, extra change lines…
   echo "image: built $ref ($("$DOCKER" image inspect -f '{{.Size}}' "$ref") bytes)" >&2
 }
 build "$name:$tag"
-build "$name:$tag-nonroot" -c 'USER 8737:8737'
+build "$name:$tag-nonroot" -c 'USER 8737'
 
 if [ "$archive" = 1 ]; then
   mkdir -p target/image
