@@ -58,31 +58,43 @@ enum Command {
 
 fn main() {
     let cli = Cli::parse();
-    if matches!(cli.command, Command::Pause) {
-        std::process::exit(commands::kill::pause());
-    }
-    if let Command::Local(words) = cli.command {
-        std::process::exit(commands::local::hand_over(words, &cli.loglevel, cli.log_format));
-    }
-    argoexec_logging::init(&cli.loglevel, cli.log_format);
-    if let Command::Init(_) | Command::Wait(_) = cli.command {
-        // The line an operator looks for to tell which executor a pod runs.
-        tracing::info!(
-            version = env!("CARGO_PKG_VERSION"),
-            "argoexec-rs executor starting"
-        );
-    }
+    let log = || argoexec_logging::init(&cli.loglevel, cli.log_format);
     let code = match cli.command {
-        Command::Init(a) => commands::init::run(a),
-        Command::Wait(a) => commands::wait::run(a),
-        Command::Emissary(a) => commands::emissary::run(a),
+        // No set-up first: pause blocks its signals before anything else; the local tools set
+        // up their own logging.
+        Command::Pause => commands::kill::pause(),
+        Command::Local(words) => commands::local::hand_over(words, &cli.loglevel, cli.log_format),
+        Command::Init(a) => {
+            log();
+            starting();
+            commands::init::run(a)
+        }
+        Command::Wait(a) => {
+            log();
+            starting();
+            commands::wait::run(a)
+        }
+        Command::Emissary(a) => {
+            log();
+            commands::emissary::run(a)
+        }
         Command::Kill(a) => commands::kill::run(a),
-        Command::Artifact(a) => commands::artifact::run(a),
+        Command::Artifact(a) => {
+            log();
+            commands::artifact::run(a)
+        }
         Command::Version => {
             println!("argoexec {} (argoexec-rs)", env!("CARGO_PKG_VERSION"));
             0
         }
-        Command::Pause | Command::Local(_) => argoexec_core::exit::EXECUTOR_FAILURE,
     };
     std::process::exit(code);
+}
+
+/// The line an operator looks for to tell which executor a pod runs.
+fn starting() {
+    tracing::info!(
+        version = env!("CARGO_PKG_VERSION"),
+        "argoexec-rs executor starting"
+    );
 }
