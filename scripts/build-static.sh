@@ -5,20 +5,35 @@
 #   argoexec-local    — the local tools (run, node, render), for the host.
 # The same build serves the image and the host (scripts/demo.sh runs the host's tools from
 # it). Symbols are stripped by the profile. Prints the sizes, then the directory last.
-#   bash scripts/build-static.sh [--profile release|dist]
+#   bash scripts/build-static.sh [--profile release|dist] [--executors all|emissary]
 # `release` (default) builds fast; `dist` (fat LTO, one codegen unit: the image a cluster
 # pulls, scripts/image.sh) is smaller and takes longer (root Cargo.toml).
+# `--executors all` (default) builds every backend; `emissary` leaves out Argo v3.3's docker,
+# kubelet, k8sapi and pns (argoexec's feature `legacy`; Argo v3.4 removed them).
 # An explicit --target is needed so that proc-macro crates are still built dynamically.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 profile=release
-if [ "${1:-}" = --profile ]; then profile=${2:?--profile needs release or dist}; fi
+features=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --profile) profile=${2:?--profile needs release or dist}; shift 2 ;;
+    --executors)
+      case "${2:-}" in
+        all) features=() ;;
+        emissary) features=(--no-default-features) ;;
+        *) echo "build-static.sh: --executors needs all or emissary" >&2; exit 2 ;;
+      esac
+      shift 2 ;;
+    *) echo "build-static.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
 target=$(rustc -vV | sed -n 's/^host: //p')
 # Under CARGO_TARGET_DIR when set (CI keeps its build cache outside the clone).
 dir="${STATIC_TARGET_DIR:-${CARGO_TARGET_DIR:-target}/static}"
-echo "build-static: cargo build --profile $profile (static; the first build takes several minutes)" >&2
+echo "build-static: cargo build --profile $profile ${features[*]} (static; the first build takes several minutes)" >&2
 RUSTFLAGS="-C target-feature=+crt-static" cargo build --profile "$profile" --locked --target "$target" \
-  -p argoexec -p argoexec-emissary -p argoexec-local --target-dir "$dir"
+  "${features[@]}" -p argoexec -p argoexec-emissary -p argoexec-local --target-dir "$dir"
 out="$dir/$target/$profile"
 ls -l "$out/argoexec" "$out/argoexec-emissary" "$out/argoexec-local" >&2
 echo "$out"

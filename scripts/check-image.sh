@@ -2,7 +2,7 @@
 # The release image, checked as a user gets it: scripts/image.sh builds argoexec-rs:TAG and
 # TAG-nonroot and their `docker save` archive; the images are removed, the archive loaded
 # back, and each image must have its entrypoint, user, OCI labels and programs (the local
-# tools must not be there). Also imported into containerd's store with `ctr` when a
+# tools must not be there), and only the emissary executor (init refuses the others). Also imported into containerd's store with `ctr` when a
 # containerd answers. Run by scripts/test.sh after the cargo tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,7 +23,16 @@ for ref in "$name:$tag" "$name:$tag-nonroot"; do
   "$DOCKER" image inspect -f '{{index .Config.Labels "org.opencontainers.image.revision"}}' "$ref" | grep -Eq '^[0-9a-f]{40}$|^unknown$' ||
     fail "$ref has no revision label"
   out=$("$DOCKER" run --rm --network none "$ref" version) || fail "$ref version"
-  [[ "$out" == *argoexec-rs* ]] || fail "$ref version printed: $out"
+  [[ "$out" == *argoexec-rs*"executors: emissary)" ]] || fail "$ref version printed: $out"
+  executors=$("$DOCKER" image inspect -f '{{index .Config.Labels "io.argoexec-rs.executors"}}' "$ref")
+  [ "$executors" = emissary ] || fail "$ref label io.argoexec-rs.executors=$executors"
+  # Argo v3.3's other executors are left out of the default image: init refuses them at once,
+  # naming the way out, before a main could run unwatched.
+  if out=$("$DOCKER" run --rm --network none -e ARGO_POD_NAME=p -e ARGO_CONTAINER_RUNTIME_EXECUTOR=pns \
+    -e ARGO_TEMPLATE='{"name":"t","container":{"image":"x"}}' "$ref" init 2>&1); then
+    fail "$ref init ran with the pns executor"
+  fi
+  [[ "$out" == *"the pns executor is not built into this argoexec"*"-legacy"* ]] || fail "$ref init with pns printed: $out"
   out=$("$DOCKER" run --rm --network none --entrypoint /argoexec-emissary "$ref" version) || fail "$ref emissary version"
   [[ "$out" == argoexec-emissary* ]] || fail "$ref /argoexec-emissary version printed: $out"
   # The local tools are not in the image, and argoexec says so.

@@ -8,9 +8,12 @@
 # Both carry OCI labels. Unless --no-archive, `docker save` writes both to
 # target/image/NAME-TAG.tar (docker load, ctr images import and registry tools take it).
 #   bash scripts/image.sh [--name argoexec-rs] [--tag <workspace version>] [--no-archive]
-#                         [--profile dist|release]
+#                         [--profile dist|release] [--executors emissary|all]
 # The default profile is `dist` (fat LTO: the smallest programs); scripts/images.sh builds the
-# tests' argoexec:dev with `release`, which builds faster.
+# tests' argoexec:dev with `release`, which builds faster. The default executors are the
+# emissary only (Argo v3.4 and later); `--executors all` adds Argo v3.3's docker, kubelet,
+# k8sapi and pns, for a `-legacy` tag (docs/deploy.md):
+#   bash scripts/image.sh --executors all --tag 0.1.0-legacy
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DOCKER=${DOCKER:-docker}
@@ -18,19 +21,21 @@ name=argoexec-rs
 tag=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 archive=1
 profile=dist
+executors=emissary
 while [ $# -gt 0 ]; do
   case "$1" in
     --name) name=$2; shift 2 ;;
     --tag) tag=$2; shift 2 ;;
     --no-archive) archive=0; shift ;;
     --profile) profile=$2; shift 2 ;;
+    --executors) executors=$2; shift 2 ;;
     *) echo "image.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-static_dir=$(bash scripts/build-static.sh --profile "$profile" | tail -1)
+static_dir=$(bash scripts/build-static.sh --profile "$profile" --executors "$executors" | tail -1)
 root=$work/root
 mkdir -p "$root/etc/ssl/certs" "$root/tmp"
 chmod 1777 "$root/tmp"
@@ -48,6 +53,7 @@ labels=(
   -c "LABEL org.opencontainers.image.title=\"argoexec-rs\""
   -c "LABEL org.opencontainers.image.description=\"Argo Workflows pod executor (argoexec) in Rust\""
   -c "LABEL org.opencontainers.image.version=\"$tag\""
+  -c "LABEL io.argoexec-rs.executors=\"$executors\""
   -c "LABEL org.opencontainers.image.revision=\"$revision\""
   -c "LABEL org.opencontainers.image.created=\"$created\""
   -c "LABEL org.opencontainers.image.licenses=\"Apache-2.0\""

@@ -36,4 +36,4 @@ if ! "$DOCKER" image inspect noshell:latest >/dev/null 2>&1; then
 fi
 
 # The executor image under the name the tests use, from the same script a release uses.
-DOCKER="$DOCKER" bash scripts/image.sh --name "${ARGOEXEC_IMAGE_NAME:-argoexec}" --tag dev --no-archive --profile release
+DOCKER="$DOCKER" bash scripts/image.sh --name "${ARGOEXEC_IMAGE_NAME:-argoexec}" --tag dev --no-archive --profile release --executors all

@@ -84,7 +84,15 @@ fn main() {
             commands::artifact::run(a)
         }
         Command::Version => {
-            println!("argoexec {} (argoexec-rs)", env!("CARGO_PKG_VERSION"));
+            let executors = if argoexec_backends::LEGACY_EXECUTORS {
+                "emissary, docker, kubelet, k8sapi, pns"
+            } else {
+                "emissary"
+            };
+            println!(
+                "argoexec {} (argoexec-rs; executors: {executors})",
+                env!("CARGO_PKG_VERSION")
+            );
             0
         }
     };

@@ -148,3 +148,83 @@ fn the_nonroot_image_runs_under_run_as_non_root() {
         );
     }
 }
+
+/// `wf` with every template restricted: `runAsNonRoot` on the pod, UID 1000 on each user
+/// container (main, script, container-set and sidecars) and nothing on the executor's, whose
+/// user is then the image's. Written as JSON, which `run` reads as YAML.
+fn restricted(example_yaml: &str) -> String {
+    use serde_json::{Value, json};
+    // YAML 1.1 octal (`mode: 0444`), as Argo's parser and `run` read it.
+    let opts = serde_saphyr::options! { legacy_octal_numbers: true };
+    let mut wf: Value = serde_saphyr::from_str_with_options(example_yaml, opts).expect("example parses");
+    let as_user = |c: &mut Value| {
+        let sc = c
+            .as_object_mut()
+            .expect("a container")
+            .entry("securityContext")
+            .or_insert_with(|| json!({}));
+        sc["runAsUser"] = json!(1000);
+    };
+    for t in wf["spec"]["templates"].as_array_mut().expect("templates") {
+        t["securityContext"] = json!({"runAsNonRoot": true});
+        for key in ["container", "script"] {
+            if t.get(key).is_some() {
+                as_user(&mut t[key]);
+            }
+        }
+        if let Some(cs) = t
+            .pointer_mut("/containerSet/containers")
+            .and_then(Value::as_array_mut)
+        {
+            cs.iter_mut().for_each(as_user);
+        }
+        if let Some(sc) = t.get_mut("sidecars").and_then(Value::as_array_mut) {
+            sc.iter_mut().for_each(as_user);
+        }
+    }
+    wf.to_string()
+}
+
+/// Every shipped example on the `-nonroot` image under `runAsNonRoot` (Pod Security
+/// "restricted"), with the emissary: the executor's containers run as the image's UID 8737
+/// and the users' as 1000, and each example ends as it does as root (exit-code.yaml fails
+/// with its exit code; the others succeed with their outputs).
+#[test]
+fn every_example_runs_on_the_nonroot_image_under_run_as_non_root() {
+    if !docker_available() || only(&["emissary"]).is_empty() {
+        return;
+    }
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".yaml"))
+        .collect();
+    names.sort();
+    assert!(names.len() >= 10, "{names:?}");
+    for name in names {
+        let y = restricted(&std::fs::read_to_string(example(&name)).unwrap());
+        let r = run_yaml(&y, "emissary", &["--executor-image", "argoexec:dev-nonroot"]);
+        if name == "exit-code.yaml" {
+            assert_eq!(r.phase(), "Failed", "{name}: {}", r.dump());
+            assert_eq!(
+                r.param("partial").as_deref(),
+                Some("partial"),
+                "{name}: {}",
+                r.dump()
+            );
+            continue;
+        }
+        assert_eq!(r.phase(), "Succeeded", "{name}: {}", r.dump());
+        if name == "hello-world.yaml" {
+            assert_eq!(r.result(), Some("hello world"), "{name}");
+        }
+        if name == "output-parameter.yaml" {
+            assert_eq!(r.param("volume").as_deref(), Some("from volume"), "{name}");
+        }
+        if name == "output-artifact.yaml" {
+            assert!(r.artifact("report").is_some(), "{name}: {}", r.dump());
+        }
+    }
+}

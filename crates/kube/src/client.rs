@@ -112,6 +112,7 @@ pub fn describe(e: &kube::Error, endpoint: &str, call: &str) -> (argoexec_runtim
             };
             (kind, format!("{call} {endpoint}: HTTP {}: {}", s.code, s.message))
         }
+        #[cfg(feature = "exec")]
         kube::Error::UpgradeConnection(kube::client::UpgradeConnectionError::ProtocolSwitch(code)) => {
             let kind = match code.as_u16() {
                 401 | 403 => K::Denied,

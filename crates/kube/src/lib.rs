@@ -9,15 +9,18 @@
 //!   acceptable names (the kubelet's IP, then its node name), or explicit insecure;
 //! - [`client`]: a `kube::Client` for one [`Endpoint`] with both of the above;
 //! - [`podstate`]: which containers of a Pod have terminated, and the deadline rule;
-//! - [`exec`]: judging an exec by its status frame (no status = failure);
-//! - [`ops`]: graceful kill and file reads over exec, written once for both backends;
+//! - `exec` (feature `exec`): judging an exec by its status frame (no status = failure);
+//! - `ops` (feature `exec`): graceful kill and file reads over exec, written once for both
+//!   backends;
 //! - [`lookup`]: the rule for a backend that cannot find its own pod (a bounded wait, then
 //!   `NotFound`), shared by the kubelet, k8sapi and pns backends.
 
 pub mod client;
+#[cfg(feature = "exec")]
 pub mod exec;
 pub mod incluster;
 pub mod lookup;
+#[cfg(feature = "exec")]
 pub mod ops;
 pub mod podstate;
 pub mod tls;

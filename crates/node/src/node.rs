@@ -107,6 +107,20 @@ impl LocalNode {
         &self.docker
     }
 
+    /// The `USER` of `image`'s configuration (`""` when it sets none: root), as the kubelet
+    /// reads it for `runAsNonRoot`.
+    ///
+    /// # Errors
+    /// [`NodeError::Docker`] when the image cannot be inspected.
+    pub async fn image_user(&self, image: &str) -> Result<String, NodeError> {
+        let inspected = self
+            .docker
+            .inspect_image(image)
+            .await
+            .map_err(|e| NodeError::docker("inspect image", image.to_string(), e))?;
+        Ok(inspected.config.and_then(|c| c.user).unwrap_or_default())
+    }
+
     /// The configuration.
     pub fn config(&self) -> &NodeConfig {
         &self.config

@@ -1,19 +1,29 @@
 //! Backend selection by name: [`AnyRuntime`], one enum over every built backend.
 //!
-//! The binary holds this enum (no `dyn`), and it implements the seam by matching. All five
-//! of Argo v3.3's executors are built. [`select`] also settles what every backend but the
-//! emissary needs to find its own pod: the namespace (`ARGO_NAMESPACE`, else the service
-//! account's `namespace` file; required by kubelet, k8sapi and pns for their API paths), the
-//! pod UID for docker, and the pod-lookup bound ([`POD_LOOKUP_TIMEOUT_ENV`]).
+//! The binary holds this enum (no `dyn`), and it implements the seam by matching. The
+//! emissary is always built; Argo v3.3's other four executors (docker, kubelet, k8sapi, pns)
+//! come with the feature `legacy` (on by default; the default image leaves it out, as Argo
+//! v3.4 removed them). [`select`] also settles what every backend but the emissary needs to
+//! find its own pod: the namespace (`ARGO_NAMESPACE`, else the service account's `namespace`
+//! file; required by kubelet, k8sapi and pns for their API paths), the pod UID for docker, and
+//! the pod-lookup bound ([`POD_LOOKUP_TIMEOUT_ENV`]).
+
+#[cfg(feature = "legacy")]
+mod legacy;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use argoexec_backend_docker::{DockerExecutor, NoPodIdentity, PodRef};
+#[cfg(feature = "legacy")]
+use argoexec_backend_docker::{DockerExecutor, NoPodIdentity};
 use argoexec_backend_emissary::EmissaryExecutor;
+#[cfg(feature = "legacy")]
 use argoexec_backend_k8sapi::K8sApiExecutor;
-use argoexec_backend_kubelet::{ConfigError, KubeletConfig, KubeletExecutor};
+#[cfg(feature = "legacy")]
+use argoexec_backend_kubelet::{ConfigError, KubeletExecutor};
+#[cfg(feature = "legacy")]
 use argoexec_backend_pns::PnsExecutor;
+#[cfg(feature = "legacy")]
 use argoexec_core::env::resolve_namespace;
 use argoexec_core::template::container::parse_go_duration;
 use argoexec_core::{ExecutorEnv, ExecutorKind, PodPaths};
@@ -33,7 +43,18 @@ pub enum SelectError {
     /// The backend could not be set up (e.g. the Docker socket does not answer).
     #[error(transparent)]
     Setup(#[from] RuntimeError),
+    /// The executor is one of Argo v3.3's that this build leaves out (feature `legacy`).
+    #[error(
+        "the {executor} executor is not built into this argoexec: Argo v3.4 removed it, and this build serves \
+         Argo v3.4 and later with the emissary executor. For Argo v3.3 pods that use it, run the legacy image \
+         (scripts/image.sh --legacy builds argoexec-rs:<version>-legacy), or set containerRuntimeExecutor: emissary"
+    )]
+    NotBuilt {
+        /// The executor asked for.
+        executor: ExecutorKind,
+    },
     /// The kubelet backend's variables are wrong.
+    #[cfg(feature = "legacy")]
     #[error(transparent)]
     Kubelet(#[from] ConfigError),
     /// kubelet, k8sapi and pns build API paths with the namespace, and none was found.
@@ -50,6 +71,7 @@ pub enum SelectError {
         file: PathBuf,
     },
     /// The docker backend knows neither the pod's UID nor its namespace.
+    #[cfg(feature = "legacy")]
     #[error(
         "the docker executor cannot find the pod's containers: ARGO_POD_UID is unset (Argo sets it from the downward \
          API metadata.uid), ARGO_NAMESPACE is unset and {} is missing or empty",
@@ -82,21 +104,45 @@ pub enum AnyRuntime {
     /// The emissary backend.
     Emissary(EmissaryExecutor),
     /// The docker backend.
+    #[cfg(feature = "legacy")]
     Docker(DockerExecutor),
     /// The kubelet backend (boxed: two clients and its configuration).
+    #[cfg(feature = "legacy")]
     Kubelet(Box<KubeletExecutor>),
     /// The k8sapi backend.
+    #[cfg(feature = "legacy")]
     K8sApi(K8sApiExecutor),
     /// The pns backend.
+    #[cfg(feature = "legacy")]
     Pns(PnsExecutor),
+}
+
+/// Whether Argo v3.3's docker, kubelet, k8sapi and pns executors are built in (feature
+/// `legacy`); `argoexec version` prints it.
+pub const LEGACY_EXECUTORS: bool = cfg!(feature = "legacy");
+
+/// Whether `kind` is built into this program: init calls it so that a pod asking for a
+/// left-out executor fails before its main runs, not after.
+///
+/// # Errors
+/// [`SelectError::NotBuilt`] for Argo v3.3's executors in a build without `legacy`.
+pub fn ensure_built(kind: ExecutorKind) -> Result<(), SelectError> {
+    if kind == ExecutorKind::Emissary || LEGACY_EXECUTORS {
+        Ok(())
+    } else {
+        Err(SelectError::NotBuilt { executor: kind })
+    }
 }
 
 /// Work a backend wants done before anything else in `wait`, given the executor parsed from
 /// `ARGO_CONTAINER_RUNTIME_EXECUTOR`: pns starts tracking processes.
 pub fn prestart(executor: Option<ExecutorKind>) {
+    #[cfg(feature = "legacy")]
     if executor == Some(ExecutorKind::Pns) {
         argoexec_backend_pns::start_early();
     }
+    #[cfg(not(feature = "legacy"))]
+    let _ = executor;
 }
 
 /// The pod-lookup bound from [`POD_LOOKUP_TIMEOUT_ENV`] looked up with `get`: a number of
@@ -134,75 +180,51 @@ pub async fn select(
 
 /// Choose and set up the backend for `kind`, reading variables with `get`.
 ///
-/// The namespace is `env.namespace`, else [`resolve_namespace`] (`ARGO_NAMESPACE`, else
-/// the service account's `namespace` file). The docker backend connects to
-/// [`DOCKER_SOCKET`] (override: `ARGOEXEC_DOCKER_SOCKET`) and finds the pod's containers
-/// by `ARGO_POD_UID` and name, else by namespace and name. kubelet, k8sapi and pns need the
-/// namespace. Every backend but the emissary gives up on a pod it cannot find after
+/// The emissary needs nothing. The others (feature `legacy`) are set up by
+/// `legacy::select`: the namespace is `env.namespace`, else [`resolve_namespace`]
+/// (`ARGO_NAMESPACE`, else the service account's `namespace` file). The docker backend
+/// connects to [`DOCKER_SOCKET`] (override: `ARGOEXEC_DOCKER_SOCKET`) and finds the pod's
+/// containers by `ARGO_POD_UID` and name, else by namespace and name. kubelet, k8sapi and pns
+/// need the namespace. Every backend but the emissary gives up on a pod it cannot find after
 /// [`pod_lookup_timeout`].
 ///
 /// # Errors
-/// [`SelectError::NoNamespace`], [`SelectError::NoPodIdentity`] and
-/// [`SelectError::BadLookupTimeout`] at once, before anything is dialled;
-/// [`SelectError::Kubelet`] for bad kubelet variables; [`SelectError::Setup`] when the
-/// backend cannot start.
+/// [`SelectError::NotBuilt`] for a backend this build leaves out;
+/// [`SelectError::NoNamespace`], `NoPodIdentity` and [`SelectError::BadLookupTimeout`] at
+/// once, before anything is dialled; `Kubelet` for bad kubelet variables;
+/// [`SelectError::Setup`] when the backend cannot start.
 pub async fn select_with(
     kind: ExecutorKind,
     env: &ExecutorEnv,
     paths: &PodPaths,
     get: impl Fn(&str) -> Option<String>,
 ) -> Result<AnyRuntime, SelectError> {
-    let lookup = || pod_lookup_timeout(&get);
-    let namespace = env.namespace.clone().or_else(|| resolve_namespace(paths, &get));
-    let ns_file = || paths.service_account_dir_from(&get).join("namespace");
-    let need_ns = || {
-        namespace.clone().ok_or_else(|| SelectError::NoNamespace {
-            executor: kind,
-            file: ns_file(),
-        })
-    };
-    let pod = &env.pod_name;
-    Ok(match kind {
-        ExecutorKind::Emissary => AnyRuntime::Emissary(EmissaryExecutor::new(paths.clone())),
-        ExecutorKind::Docker => {
-            let lookup = lookup()?;
-            let socket = get("ARGOEXEC_DOCKER_SOCKET").map_or_else(|| DOCKER_SOCKET.into(), PathBuf::from);
-            let pod = PodRef::new(pod, env.pod_uid.clone(), namespace.clone()).map_err(|source| {
-                SelectError::NoPodIdentity {
-                    file: ns_file(),
-                    source,
-                }
-            })?;
-            AnyRuntime::Docker(
-                DockerExecutor::connect(&socket, pod)
-                    .await?
-                    .with_pod_lookup_timeout(lookup),
-            )
+    match kind {
+        ExecutorKind::Emissary => Ok(AnyRuntime::Emissary(EmissaryExecutor::new(paths.clone()))),
+        #[cfg(feature = "legacy")]
+        other => {
+            let namespace = env.namespace.clone().or_else(|| resolve_namespace(paths, &get));
+            legacy::select(other, namespace, env, paths, get).await
         }
-        ExecutorKind::Kubelet => {
-            let (ns, lookup) = (need_ns()?, lookup()?);
-            let config = KubeletConfig::from_env(&get)?;
-            let k = KubeletExecutor::new(config, paths, &ns, pod)?.with_pod_lookup_timeout(lookup);
-            AnyRuntime::Kubelet(Box::new(k))
+        #[cfg(not(feature = "legacy"))]
+        other => {
+            let _ = (env, get);
+            Err(SelectError::NotBuilt { executor: other })
         }
-        ExecutorKind::K8sApi => {
-            let (ns, lookup) = (need_ns()?, lookup()?);
-            AnyRuntime::K8sApi(K8sApiExecutor::new(paths, &ns, pod)?.with_pod_lookup_timeout(lookup))
-        }
-        ExecutorKind::Pns => {
-            let (ns, lookup) = (need_ns()?, lookup()?);
-            AnyRuntime::Pns(PnsExecutor::new(paths, &ns, pod)?.with_pod_lookup_timeout(lookup))
-        }
-    })
+    }
 }
 
 macro_rules! dispatch {
     ($self:ident, $r:ident => $e:expr) => {
         match $self {
             AnyRuntime::Emissary($r) => $e,
+            #[cfg(feature = "legacy")]
             AnyRuntime::Docker($r) => $e,
+            #[cfg(feature = "legacy")]
             AnyRuntime::Kubelet($r) => $e,
+            #[cfg(feature = "legacy")]
             AnyRuntime::K8sApi($r) => $e,
+            #[cfg(feature = "legacy")]
             AnyRuntime::Pns($r) => $e,
         }
     };
@@ -249,6 +271,40 @@ impl RuntimeExecutor for AnyRuntime {
 mod tests {
     use super::*;
 
+    #[cfg(not(feature = "legacy"))]
+    #[tokio::test]
+    async fn a_legacy_executor_left_out_is_refused_naming_the_way_out() {
+        let e = env(&[("ARGO_POD_NAME", "p"), ("ARGO_NAMESPACE", "argo")]);
+        for kind in [
+            ExecutorKind::Docker,
+            ExecutorKind::Kubelet,
+            ExecutorKind::K8sApi,
+            ExecutorKind::Pns,
+        ] {
+            let err = select_with(kind, &e, &PodPaths::default(), nothing)
+                .await
+                .unwrap_err();
+            assert!(
+                matches!(err, SelectError::NotBuilt { executor } if executor == kind),
+                "{err}"
+            );
+            let m = err.to_string();
+            assert!(
+                m.starts_with(&format!("the {kind} executor is not built into this argoexec")),
+                "{m}"
+            );
+            assert!(
+                m.contains("-legacy") && m.contains("containerRuntimeExecutor: emissary"),
+                "{m}"
+            );
+        }
+        assert!(ensure_built(ExecutorKind::Emissary).is_ok());
+        assert!(matches!(
+            ensure_built(ExecutorKind::Pns),
+            Err(SelectError::NotBuilt { .. })
+        ));
+    }
+
     fn env(vars: &[(&str, &str)]) -> ExecutorEnv {
         let vars: Vec<(String, String)> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         ExecutorEnv::parse(|k| vars.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone())).unwrap()
@@ -269,6 +325,7 @@ mod tests {
         ));
     }
 
+    #[cfg(feature = "legacy")]
     #[tokio::test]
     async fn kube_backends_without_a_namespace_fail_at_once_naming_where_they_looked() {
         let root = tempfile::tempdir().unwrap();
@@ -293,6 +350,7 @@ mod tests {
         }
     }
 
+    #[cfg(feature = "legacy")]
     #[tokio::test]
     async fn the_service_account_namespace_file_is_enough() {
         let root = tempfile::tempdir().unwrap();
@@ -309,6 +367,7 @@ mod tests {
         assert!(err.to_string().contains("KUBERNETES_SERVICE_HOST"), "{err}");
     }
 
+    #[cfg(feature = "legacy")]
     #[tokio::test]
     async fn docker_needs_a_uid_or_a_namespace() {
         let root = tempfile::tempdir().unwrap();
@@ -363,6 +422,7 @@ mod tests {
         }
     }
 
+    #[cfg(feature = "legacy")]
     #[tokio::test]
     async fn a_bad_lookup_timeout_stops_the_selection() {
         let e = env(&[("ARGO_POD_NAME", "p"), ("ARGO_NAMESPACE", "argo")]);
@@ -373,6 +433,7 @@ mod tests {
         assert!(matches!(err, SelectError::BadLookupTimeout { .. }), "{err}");
     }
 
+    #[cfg(feature = "legacy")]
     #[test]
     fn every_backend_has_the_same_default_lookup_bound() {
         assert_eq!(

@@ -17,6 +17,7 @@ pub fn run(args: Args) -> i32 {
     nix::sys::stat::umask(nix::sys::stat::Mode::empty());
     let r = (|| -> anyhow::Result<()> {
         let ctx = super::bootstrap(&paths, args.pod_annotations.as_deref())?;
+        argoexec_backends::ensure_built(ctx.env.runtime_executor)?;
         let exe = std::env::current_exe().context("cannot find the argoexec binary")?;
         let wrapper = wrapper_binary(&exe);
         tracing::debug!(wrapper = %wrapper.display(), "the per-pod copy");

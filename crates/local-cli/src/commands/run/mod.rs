@@ -170,7 +170,7 @@ async fn execute(args: &Args) -> anyhow::Result<(Outcome, PathBuf)> {
     let built = plan.build(&args.executor_image, &args.executor_loglevel)?;
     let mut pod = built.pod;
     attach_repository(&mut pod, &repo);
-    give_key_dir_to_wait(&pod, &repo.join(&plan.wf.meta.name).join(&plan.pod_name))?;
+    give_key_dir_to_wait(args, &pod, &repo.join(&plan.wf.meta.name).join(&plan.pod_name)).await?;
     if let Some(dir) = &kubelet_ca {
         attach_host_dir(&mut pod, KUBELET_CA_VOLUME, dir, KUBELET_CA_MOUNT, &["wait"]);
     }
@@ -430,10 +430,11 @@ fn artifacts_dir(given: Option<&Path>, pod: &str) -> anyhow::Result<PathBuf> {
         .with_context(|| format!("cannot resolve {}", dir.display()))
 }
 
-/// A non-root wait container (a pod-wide `runAsUser`) writes its outputs under the key
-/// directory of the local repository: create it and hand it to that user, as a bucket policy
-/// would, instead of making the repository world-writable.
-fn give_key_dir_to_wait(pod: &Pod, dir: &Path) -> anyhow::Result<()> {
+/// A non-root wait container (its or the pod's `runAsUser`, else its image's numeric `USER`,
+/// as in the `-nonroot` executor image) writes its outputs under the key directory of the
+/// local repository: create it and hand it to that user, as a bucket policy would, instead of
+/// making the repository world-writable.
+async fn give_key_dir_to_wait(args: &Args, pod: &Pod, dir: &Path) -> anyhow::Result<()> {
     let Some(spec) = pod.spec.as_ref() else {
         return Ok(());
     };
@@ -443,9 +444,26 @@ fn give_key_dir_to_wait(pod: &Pod, dir: &Path) -> anyhow::Result<()> {
     let uid = sc
         .and_then(|s| s.run_as_user)
         .or_else(|| psc.and_then(|s| s.run_as_user));
-    let gid = sc
+    let mut gid = sc
         .and_then(|s| s.run_as_group)
         .or_else(|| psc.and_then(|s| s.run_as_group));
+    let uid = match (uid, wait.and_then(|c| c.image.as_deref())) {
+        (Some(u), _) => Some(u),
+        (None, Some(image)) => {
+            let node = NodeConfig {
+                docker_socket: args.docker_socket.clone(),
+                ..NodeConfig::default()
+            };
+            let user = argoexec_node::LocalNode::connect(node)
+                .await?
+                .image_user(image)
+                .await?;
+            let (u, g) = numeric_user(&user);
+            gid = gid.or(g);
+            u
+        }
+        (None, None) => None,
+    };
     let Some(uid) = uid.filter(|u| *u != 0) else {
         return Ok(());
     };
@@ -458,6 +476,13 @@ fn give_key_dir_to_wait(pod: &Pod, dir: &Path) -> anyhow::Result<()> {
     )
     .with_context(|| format!("cannot give {} to UID {uid} (the pod's wait user)", dir.display()))?;
     Ok(())
+}
+
+/// An image's `USER` as numbers (`8737`, `8737:0`); a name (resolved in the image's own
+/// `/etc/passwd`) or nothing gives `None`.
+fn numeric_user(user: &str) -> (Option<i64>, Option<i64>) {
+    let (u, g) = user.split_once(':').unwrap_or((user, ""));
+    (u.parse().ok(), g.parse().ok())
 }
 
 /// Mount the host repository into init and wait.
