@@ -3,15 +3,17 @@
 //! Text is coloured only when stderr is a terminal: container logs (`kubectl logs`) get plain
 //! lines.
 //!
-//! Two installers: [`init`] takes a level or any tracing filter directive and honours
-//! `RUST_LOG` (the executor and the local tools); [`init_level`] takes a level only, so the
-//! slim in-pod wrapper links no filter parser.
+//! Two installers: [`init`] takes a level or target directives (`info,argoexec_flows=debug`)
+//! and honours `RUST_LOG` (the executor and the local tools); [`init_level`] takes a level
+//! only, so the slim in-pod wrapper links no filter parser. Directives are parsed by
+//! `tracing_subscriber::filter::Targets`, not `EnvFilter`: span and field filters
+//! (`[span{field=value}]`) are not supported, and the image carries no regex engine for them.
 
 use std::io::IsTerminal;
 use std::str::FromStr;
 
 use tracing::level_filters::LevelFilter;
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::filter::Targets;
 
 /// Log output format (`--log-format`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -54,8 +56,8 @@ pub fn argo_level(level: &str) -> Option<LevelFilter> {
     }
 }
 
-/// The filter directive for an Argo log level; anything that is not one is taken as a
-/// tracing filter directive.
+/// The filter directive for an Argo log level; anything that is not one is taken as target
+/// directives (`target=level`, comma-separated, a bare level for the rest).
 ///
 /// At `debug` and `trace` the HTTP and Docker client crates stay at `info`: their debug lines
 /// print request bodies, and a container create body holds environment values that may come
@@ -69,11 +71,20 @@ pub fn level_directive(level: &str) -> String {
     }
 }
 
-/// Install the global subscriber (stderr): `RUST_LOG` when set, else [`level_directive`].
+/// Install the global subscriber (stderr): `RUST_LOG` when set and valid, else
+/// [`level_directive`] of `level`, else `info` (a level or directive that does not parse).
 pub fn init(level: &str, format: Format) {
-    let filter =
-        EnvFilter::try_from_env("RUST_LOG").unwrap_or_else(|_| EnvFilter::new(level_directive(level)));
-    install(filter, format);
+    install(filter(std::env::var("RUST_LOG").ok().as_deref(), level), format);
+}
+
+/// The filter [`init`] installs for `RUST_LOG` (`rust_log`) and the `--loglevel` value.
+fn filter(rust_log: Option<&str>, level: &str) -> Targets {
+    let parse = |d: &str| Targets::from_str(d).ok();
+    rust_log
+        .filter(|v| !v.trim().is_empty())
+        .and_then(|v| parse(&level_directive(v)))
+        .or_else(|| parse(&level_directive(level)))
+        .unwrap_or_else(|| Targets::new().with_default(LevelFilter::INFO))
 }
 
 /// Install the global subscriber (stderr) at an Argo level; an unknown name means `info`.
@@ -129,10 +140,34 @@ mod tests {
         for l in ["debug", "trace"] {
             let d = level_directive(l);
             assert!(d.starts_with(l) && d.contains("bollard=info"), "{d}");
-            assert!(EnvFilter::try_new(&d).is_ok(), "{d}");
+            assert!(Targets::from_str(&d).is_ok(), "{d}");
         }
         assert_eq!(level_directive("argoexec=debug"), "argoexec=debug");
         assert_eq!(argo_level("argoexec=debug"), None);
+    }
+
+    #[test]
+    fn rust_log_wins_when_it_parses_and_argo_levels_count_in_it() {
+        use tracing::Level;
+        let f = filter(Some("argoexec_flows=debug,warn"), "info");
+        assert!(f.would_enable("argoexec_flows::wait", &Level::DEBUG));
+        assert!(!f.would_enable("argoexec_report", &Level::INFO));
+        // An Argo level name in RUST_LOG, with the HTTP clients kept quiet.
+        let f = filter(Some("warning"), "debug");
+        assert!(f.would_enable("x", &Level::WARN) && !f.would_enable("x", &Level::INFO));
+        let f = filter(Some("debug"), "info");
+        assert!(f.would_enable("argoexec", &Level::DEBUG));
+        assert!(!f.would_enable("hyper_util::client", &Level::DEBUG));
+        // Unset, empty or unparsable: the --loglevel value; both bad: info.
+        for bad in [None, Some(""), Some("a=b=c")] {
+            let f = filter(bad, "error");
+            assert!(
+                f.would_enable("x", &Level::ERROR) && !f.would_enable("x", &Level::WARN),
+                "{bad:?}"
+            );
+        }
+        let f = filter(Some("a=b=c"), "nonsense=level=x");
+        assert!(f.would_enable("x", &Level::INFO) && !f.would_enable("x", &Level::DEBUG));
     }
 
     #[test]
