@@ -46,8 +46,8 @@ pub enum SelectError {
     /// The executor is one of Argo v3.3's that this build leaves out (feature `legacy`).
     #[error(
         "the {executor} executor is not built into this argoexec: Argo v3.4 removed it, and this build serves \
-         Argo v3.4 and later with the emissary executor. For Argo v3.3 pods that use it, run the legacy image \
-         (scripts/image.sh --legacy builds argoexec-rs:<version>-legacy), or set containerRuntimeExecutor: emissary"
+         Argo v3.4 and later with the emissary executor. For Argo v3.3 pods that use it, run an image built with \
+         it (scripts/image.sh --executors all --tag <version>-legacy), or set containerRuntimeExecutor: emissary"
     )]
     NotBuilt {
         /// The executor asked for.
