@@ -10,6 +10,7 @@ pub mod container;
 mod io;
 mod location;
 mod relocate;
+pub mod resource;
 
 pub use container::{
     Container, ContainerNode, ContainerSetRetryStrategy, ContainerSetTemplate, EnvVar, ScriptTemplate,
@@ -22,6 +23,7 @@ pub use location::{
     SecretKeySelector,
 };
 pub use relocate::RelocateError;
+pub use resource::{ManifestFrom, ResourceTemplate};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -59,6 +61,9 @@ pub struct Template {
     /// A container set (several main containers with dependencies).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub container_set: Option<ContainerSetTemplate>,
+    /// A resource template (`argoexec resource` in main).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource: Option<ResourceTemplate>,
     /// Sidecars started with the main container(s).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sidecars: Vec<UserContainer>,

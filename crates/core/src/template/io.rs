@@ -38,7 +38,13 @@ pub struct ValueFrom {
     /// Value used when reading fails. May be the empty string.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default: Option<String>,
-    /// Everything else (`jsonPath`, `expression`, `supplied`, …).
+    /// Resource templates: a kubectl JSONPath template over the object (`{.status.phase}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub json_path: Option<String>,
+    /// Resource templates: a jq filter over the object's JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jq_filter: Option<String>,
+    /// Everything else (`expression`, `supplied`, …).
     #[serde(flatten)]
     pub extra: Extra,
 }

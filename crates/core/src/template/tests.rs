@@ -138,3 +138,24 @@ fn go_duration_overflow_is_none() {
         Some(std::time::Duration::from_secs(5400))
     );
 }
+
+#[test]
+fn resource_templates_parse_and_round_trip() {
+    let text = r#"{"name":"r","resource":{"action":"patch","mergeStrategy":"json","manifest":"x: 1\n",
+        "setOwnerReference":true,"successCondition":"status.phase == Done","flags":["--validate=false"],
+        "manifestFrom":{"artifact":{"name":"m"}},"future":1},
+        "outputs":{"parameters":[{"name":"p","valueFrom":{"jsonPath":"{.metadata.name}","jqFilter":".a","default":"d"}}]}}"#;
+    let t = Template::from_json(text).unwrap();
+    let r = t.resource.as_ref().unwrap();
+    assert_eq!((r.action.as_str(), r.merge_strategy()), ("patch", "json"));
+    assert!(r.set_owner_reference);
+    assert_eq!(r.manifest_from.as_ref().unwrap().artifact.name, "m");
+    assert_eq!(r.flags, ["--validate=false"]);
+    let vf = t.outputs.parameters[0].value_from.as_ref().unwrap();
+    assert_eq!(vf.json_path.as_deref(), Some("{.metadata.name}"));
+    assert_eq!(vf.jq_filter.as_deref(), Some(".a"));
+    let back: serde_json::Value = serde_json::from_str(&t.to_json()).unwrap();
+    let orig: serde_json::Value = serde_json::from_str(text).unwrap();
+    assert_eq!(back, orig);
+    assert_eq!(ResourceTemplate::default().merge_strategy(), "strategic");
+}
