@@ -29,6 +29,7 @@ mod containers;
 mod env;
 mod offload;
 mod patch;
+pub mod resource;
 mod volumes;
 
 use std::collections::BTreeMap;
@@ -163,8 +164,16 @@ pub enum BuildError {
         /// The bytes to offload.
         size: usize,
     },
+    /// A resource template that cannot run.
+    #[error("template {template:?}: {problem}")]
+    BadResource {
+        /// The template name.
+        template: String,
+        /// What is wrong and what to change.
+        problem: String,
+    },
     /// The template has nothing to run.
-    #[error("template {0:?} has no container, script or containerSet")]
+    #[error("template {0:?} has no container, script, containerSet or resource")]
     NoMain(String),
     /// Emissary needs a command and none is known.
     #[error(
@@ -254,7 +263,27 @@ pub fn build_pod(
         return Err(BuildError::ExecutorNotInVersion { executor, version });
     }
     validate(template, executor)?;
-    let mains = containers::main_containers(template)?;
+    resource::validate(template)?;
+    let owned;
+    let template = match resource::with_owner_reference(template, wf)? {
+        Some(manifest) => {
+            let mut t = template.clone();
+            if let Some(r) = t.resource.as_mut() {
+                r.manifest = Some(manifest);
+            }
+            owned = t;
+            &owned
+        }
+        None => template,
+    };
+    // A resource template's main is the executor itself (named `main`, no user spec).
+    let mains = match &template.resource {
+        Some(_) => vec![Container {
+            name: MAIN.into(),
+            ..Default::default()
+        }],
+        None => containers::main_containers(template)?,
+    };
     let exec_tpl: core::Container = match &config.executor {
         Some(v) => convert("config executor", v)?,
         None => core::Container::default(),
@@ -289,8 +318,13 @@ pub fn build_pod(
         .collect::<Result<_, _>>()?;
     let (secret_vols, secret_mounts) = volumes::secret_volumes(template);
     let mut main_ctrs = Vec::new();
-    for c in &mains {
-        main_ctrs.push(containers::main(&ctx, c)?);
+    match &template.resource {
+        Some(r) => main_ctrs.push(resource::main(&ctx, r)),
+        None => {
+            for c in &mains {
+                main_ctrs.push(containers::main(&ctx, c)?);
+            }
+        }
     }
     // Main's mounts as wait and mirroring sidecars see them (user, inputs, staging).
     let main_mounts = main_ctrs
@@ -299,12 +333,18 @@ pub fn build_pod(
         .and_then(|c| c.volume_mounts.clone())
         .unwrap_or_else(|| user_mounts.clone());
 
-    let mut pod_containers = vec![containers::wait(&ctx, &secret_mounts, &main_mounts)];
+    let mut pod_containers = Vec::new();
+    if resource::needs_wait(&ctx) {
+        pod_containers.push(containers::wait(&ctx, &secret_mounts, &main_mounts));
+    }
     pod_containers.extend(main_ctrs);
     for (i, s) in template.sidecars.iter().enumerate() {
         pod_containers.push(containers::sidecar(&ctx, i, s, &main_mounts)?);
     }
-    let init = containers::has_init(&ctx).then(|| containers::init(&ctx, &secret_mounts, &user_mounts));
+    let mut init = containers::has_init(&ctx).then(|| containers::init(&ctx, &secret_mounts, &user_mounts));
+    for c in init.iter_mut().chain(pod_containers.iter_mut()) {
+        resource::lock_down(&ctx, c);
+    }
     let pod_volumes = pod_volumes(&ctx, secret_vols)?;
     let mut pod = core::Pod {
         metadata: pod_metadata(&ctx, &mains)?,
@@ -335,7 +375,8 @@ fn pod_volumes(ctx: &BuildCtx<'_>, secrets: Vec<core::Volume>) -> Result<Vec<cor
     if t.script.is_some() {
         v.push(volumes::empty_dir(volumes::STAGING));
     }
-    if ctx.executor == ExecutorKind::Docker {
+    // The socket is wait's; a resource pod without wait gets none.
+    if ctx.executor == ExecutorKind::Docker && resource::needs_wait(ctx) {
         v.push(core::Volume {
             name: volumes::DOCKER_SOCK.into(),
             host_path: Some(core::HostPathVolumeSource {
