@@ -184,11 +184,9 @@ pub async fn read_body(req: Req, limit: usize) -> Result<Bytes, ApiError> {
     let limited = http_body_util::Limited::new(req.into_body(), limit);
     match limited.collect().await {
         Ok(c) => Ok(c.to_bytes()),
-        Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => Err(ApiError::new(
-            413,
-            "RequestEntityTooLarge",
-            format!("the request body is larger than {limit} bytes"),
-        )),
+        Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => {
+            Err(ApiError::request_too_large(limit))
+        }
         Err(e) => Err(ApiError::bad_request(format!("read request body: {e}"))),
     }
 }

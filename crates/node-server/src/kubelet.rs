@@ -25,7 +25,7 @@ use crate::http::{
 use crate::logs::{self, LogOptions};
 use crate::pods::Pods;
 use crate::status::KubeletError;
-use crate::store::{Kind, Store};
+use crate::store::Store;
 
 /// Shared state of the kubelet endpoint.
 pub struct Kubelet {
@@ -72,7 +72,10 @@ impl Kubelet {
         let Some(age) = self.faults.spec.kubelet_stale else {
             return;
         };
-        let mut rx = match self.store.watch(Kind::Pod, Some(self.store.version())) {
+        let mut rx = match self
+            .store
+            .watch(&crate::registry::PODS, Some(self.store.version()))
+        {
             Ok((_, rx)) => rx,
             Err(_) => return,
         };
@@ -238,7 +241,7 @@ impl Kubelet {
 
     /// The node's pods as a v1 PodList, with the kubelet's config annotations.
     fn current_pod_list(&self) -> Value {
-        let (items, _) = self.store.list(Kind::Pod, None);
+        let (items, _) = self.store.list(&crate::registry::PODS, None);
         let items: Vec<Value> = items
             .iter()
             .map(|p| {
@@ -254,7 +257,7 @@ impl Kubelet {
 
     fn find(&self, ns: &str, pod: &str) -> Result<Arc<Value>, KubeletError> {
         self.store
-            .get(Kind::Pod, ns, pod)
+            .get(&crate::registry::PODS, ns, pod)
             .ok_or_else(|| KubeletError::new(404, format!("pod \"{pod}\" does not exist")))
     }
 

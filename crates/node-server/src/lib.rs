@@ -26,12 +26,14 @@ pub mod patch;
 pub mod pki;
 mod pods;
 mod protobuf;
+pub mod registry;
 pub mod selector;
 mod server;
 pub mod serviceaccount;
 pub mod spdy;
 pub mod status;
 pub mod store;
+pub mod subresource;
 
 pub use error::ServerError;
 pub use pki::KubeletCert;

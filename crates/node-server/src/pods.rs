@@ -21,7 +21,7 @@ use crate::configdata::StoreObjects;
 use crate::faults::{Action, Faults};
 use crate::serviceaccount::{self, Projection};
 use crate::status::{ApiError, PODS};
-use crate::store::{Kind, Store};
+use crate::store::Store;
 
 /// Settings of the pod manager.
 #[derive(Debug, Clone)]
@@ -121,7 +121,7 @@ impl Pods {
         let Admitted { mut pod, sa_volume } =
             admission::admit(ns, body, self.node_name(), &self.faults.spec)?;
         let obj = serde_json::to_value(&pod).map_err(ApiError::internal)?;
-        let stored = self.store.create(Kind::Pod, ns, obj)?;
+        let stored = self.store.create(&crate::registry::PODS, ns, obj)?;
         let uid = stored["metadata"]["uid"].as_str().unwrap_or("").to_string();
         pod.metadata.uid = Some(uid.clone());
         pod.metadata.namespace = Some(ns.to_string());
@@ -184,7 +184,7 @@ impl Pods {
                 while !entry.stop.is_cancelled() {
                     let st = rx.borrow_and_update().clone();
                     let v = with_conditions(serde_json::to_value(&st).unwrap_or(Value::Null));
-                    let _ = self.store.update(Kind::Pod, &ns, &name, |o| {
+                    let _ = self.store.update(&crate::registry::PODS, &ns, &name, |o| {
                         o["status"] = v;
                         Ok(())
                     });
@@ -242,7 +242,7 @@ impl Pods {
     pub fn set_ca(&self, pem: String) {
         *self.ca_pem.lock().unwrap_or_else(|p| p.into_inner()) = pem;
         let uids: Vec<String> = self.lock().keys().cloned().collect();
-        let (pods, _) = self.store.list(Kind::Pod, None);
+        let (pods, _) = self.store.list(&crate::registry::PODS, None);
         for obj in pods {
             let Ok(pod) = serde_json::from_value::<Pod>((*obj).clone()) else {
                 continue;
@@ -266,7 +266,7 @@ impl Pods {
     fn running_pod(&self, ns: &str, name: &str) -> Result<(Arc<Value>, Arc<Running>), ApiError> {
         let cur = self
             .store
-            .get(Kind::Pod, ns, name)
+            .get(&crate::registry::PODS, ns, name)
             .ok_or_else(|| ApiError::not_found(&PODS, name))?;
         let uid = cur["metadata"]["uid"].as_str().unwrap_or("");
         let entry = self
@@ -309,7 +309,7 @@ impl Pods {
     /// Mark a pod that could not start as failed, with the node's message.
     fn fail(&self, ns: &str, name: &str, message: &str) {
         tracing::warn!(pod = %name, error = %message, "pod could not start");
-        let _ = self.store.update(Kind::Pod, ns, name, |o| {
+        let _ = self.store.update(&crate::registry::PODS, ns, name, |o| {
             o["status"]["phase"] = json!("Failed");
             o["status"]["reason"] = json!("NodeError");
             o["status"]["message"] = json!(message);
@@ -410,7 +410,7 @@ impl Pods {
     ) -> Result<Arc<Value>, ApiError> {
         let cur = self
             .store
-            .get(Kind::Pod, ns, name)
+            .get(&crate::registry::PODS, ns, name)
             .ok_or_else(|| ApiError::not_found(&PODS, name))?;
         if cur["metadata"]["deletionTimestamp"].is_string() {
             return Ok(cur);
@@ -419,7 +419,7 @@ impl Pods {
             .as_i64()
             .unwrap_or(30);
         let grace = grace.unwrap_or(spec_grace).max(0);
-        let marked = self.store.update(Kind::Pod, ns, name, |o| {
+        let marked = self.store.update(&crate::registry::PODS, ns, name, |o| {
             o["metadata"]["deletionTimestamp"] = json!(crate::store::now_rfc3339());
             o["metadata"]["deletionGracePeriodSeconds"] = json!(grace);
             Ok(())
@@ -445,7 +445,7 @@ impl Pods {
                 run.stop(grace);
                 let st = run.finished().await;
                 let v = with_conditions(serde_json::to_value(&st).unwrap_or(Value::Null));
-                let _ = self.store.update(Kind::Pod, ns, name, |o| {
+                let _ = self.store.update(&crate::registry::PODS, ns, name, |o| {
                     o["status"] = v;
                     Ok(())
                 });
@@ -464,12 +464,12 @@ impl Pods {
         }
         self.tokens.revoke_pod(uid);
         let _ = std::fs::remove_dir_all(self.config.sa_root.join(uid));
-        self.store.delete(Kind::Pod, ns, name);
+        self.store.delete(&crate::registry::PODS, ns, name);
     }
 
     /// Delete every pod now (shutdown) and wait until they are gone.
     pub async fn shutdown(self: &Arc<Self>) {
-        let (pods, _) = self.store.list(Kind::Pod, None);
+        let (pods, _) = self.store.list(&crate::registry::PODS, None);
         let mut tasks = Vec::new();
         for p in pods {
             let ns = p["metadata"]["namespace"].as_str().unwrap_or("").to_string();

@@ -24,7 +24,7 @@ use crate::kubelet::Kubelet;
 use crate::pki::{KubeletCert, Pki};
 use crate::pods::{FaultEvent, Pods, PodsConfig};
 use crate::status::ApiError;
-use crate::store::{Kind, Store};
+use crate::store::Store;
 
 /// How the node's endpoints are set up.
 #[derive(Debug, Clone)]
@@ -123,6 +123,7 @@ impl NodeServer {
         let admin_token = tokens.issue(Subject::admin(), None);
         let api = Arc::new(Api {
             store: store.clone(),
+            registry: Arc::new(crate::registry::Registry::default()),
             pods: pods.clone(),
             tokens: tokens.clone(),
             rbac: rbac.clone(),
@@ -238,7 +239,9 @@ impl NodeServer {
     /// The API error a POST would answer (422 for an invalid ConfigMap, 409 when it exists).
     pub fn create_config_map(&self, ns: &str, mut config_map: Value) -> Result<Arc<Value>, ApiError> {
         crate::configdata::configmaps::admit(&mut config_map)?;
-        self.api.store.create(Kind::ConfigMap, ns, config_map)
+        self.api
+            .store
+            .create(&crate::registry::CONFIG_MAPS, ns, config_map)
     }
 
     /// Create a Secret as the API's POST does (as the admin): `stringData` is merged into
@@ -250,22 +253,26 @@ impl NodeServer {
     /// invalid Secret, 409 when it exists).
     pub fn create_secret(&self, ns: &str, mut secret: Value) -> Result<Arc<Value>, ApiError> {
         crate::configdata::secrets::admit(&mut secret)?;
-        self.api.store.create(Kind::Secret, ns, secret)
+        self.api.store.create(&crate::registry::SECRETS, ns, secret)
     }
 
     /// The stored object, if any.
     pub fn get_pod(&self, ns: &str, name: &str) -> Option<Arc<Value>> {
-        self.api.store.get(Kind::Pod, ns, name)
+        self.api.store.get(&crate::registry::PODS, ns, name)
     }
 
     /// A stored workflow task result.
     pub fn get_task_result(&self, ns: &str, name: &str) -> Option<Arc<Value>> {
-        self.api.store.get(Kind::TaskResult, ns, name)
+        self.api.store.get(&crate::registry::TASK_RESULTS, ns, name)
     }
 
     /// Every change from now on (pods and task results).
     pub fn subscribe(&self) -> crate::store::Subscription {
-        match self.api.store.watch(Kind::Pod, Some(self.api.store.version())) {
+        match self
+            .api
+            .store
+            .watch(&crate::registry::PODS, Some(self.api.store.version()))
+        {
             Ok((_, rx)) => rx,
             Err(_) => unreachable!("the current version is never expired"),
         }
@@ -319,7 +326,7 @@ impl NodeServer {
 
     /// The task results of a namespace.
     pub fn task_results(&self, ns: &str) -> Vec<Arc<Value>> {
-        self.api.store.list(Kind::TaskResult, Some(ns)).0
+        self.api.store.list(&crate::registry::TASK_RESULTS, Some(ns)).0
     }
 
     /// Compact the watch history: watches from earlier versions get `410 Expired`.

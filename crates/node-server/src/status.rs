@@ -1,6 +1,8 @@
 //! `metav1.Status` error bodies of the API server (k8s-wire-protocols §2.8) and the
 //! plain-text errors of the kubelet (§1.4–1.7), as values a handler returns.
 
+use std::borrow::Cow;
+
 use serde_json::{Value, json};
 
 /// An API-server error: becomes a `metav1.Status` JSON body with the same code.
@@ -138,6 +140,22 @@ impl ApiError {
         }))
     }
 
+    /// 413 `RequestEntityTooLarge` for a request body over `limit` bytes, in the API
+    /// server's words (its limit is 3 MiB).
+    pub fn request_too_large(limit: usize) -> Self {
+        Self::new(
+            413,
+            "RequestEntityTooLarge",
+            format!("Request entity too large: limit is {limit}"),
+        )
+    }
+
+    /// What the API server answers when etcd refuses an object over its 1.5 MiB request
+    /// limit: etcd's error passed through as a 500 without a reason.
+    pub fn object_too_large() -> Self {
+        Self::new(500, "", "etcdserver: request is too large")
+    }
+
     /// 500 `InternalError`.
     pub fn internal(err: impl std::fmt::Display) -> Self {
         let err = err.to_string();
@@ -186,6 +204,7 @@ struct WireStatus<'a> {
     metadata: Empty,
     status: &'static str,
     message: &'a str,
+    #[serde(skip_serializing_if = "str::is_empty")]
     reason: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     details: Option<&'a Value>,
@@ -196,17 +215,35 @@ struct WireStatus<'a> {
 struct Empty {}
 
 /// A resource kind as errors name it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Resource {
     /// API group (`""` for core).
-    pub group: &'static str,
+    pub group: Cow<'static, str>,
     /// Plural resource name, e.g. `pods`.
-    pub plural: &'static str,
+    pub plural: Cow<'static, str>,
     /// Kind, e.g. `Pod`.
-    pub kind: &'static str,
+    pub kind: Cow<'static, str>,
 }
 
 impl Resource {
+    /// A resource known at compile time.
+    pub const fn of(group: &'static str, plural: &'static str, kind: &'static str) -> Self {
+        Self {
+            group: Cow::Borrowed(group),
+            plural: Cow::Borrowed(plural),
+            kind: Cow::Borrowed(kind),
+        }
+    }
+
+    /// A resource defined at run time (a custom resource).
+    pub fn owned(group: &str, plural: &str, kind: &str) -> Self {
+        Self {
+            group: Cow::Owned(group.to_string()),
+            plural: Cow::Owned(plural.to_string()),
+            kind: Cow::Owned(kind.to_string()),
+        }
+    }
+
     /// `pods` or `workflowtaskresults.argoproj.io`.
     pub fn qualified(&self) -> String {
         if self.group.is_empty() {
@@ -237,39 +274,19 @@ impl Resource {
 }
 
 /// Core `pods`.
-pub const PODS: Resource = Resource {
-    group: "",
-    plural: "pods",
-    kind: "Pod",
-};
+pub const PODS: Resource = Resource::of("", "pods", "Pod");
 
 /// Argo's `workflowtaskresults.argoproj.io`.
-pub const TASK_RESULTS: Resource = Resource {
-    group: "argoproj.io",
-    plural: "workflowtaskresults",
-    kind: "WorkflowTaskResult",
-};
+pub const TASK_RESULTS: Resource = Resource::of("argoproj.io", "workflowtaskresults", "WorkflowTaskResult");
 
 /// Core `configmaps`.
-pub const CONFIG_MAPS: Resource = Resource {
-    group: "",
-    plural: "configmaps",
-    kind: "ConfigMap",
-};
+pub const CONFIG_MAPS: Resource = Resource::of("", "configmaps", "ConfigMap");
 
 /// Core `secrets`.
-pub const SECRETS: Resource = Resource {
-    group: "",
-    plural: "secrets",
-    kind: "Secret",
-};
+pub const SECRETS: Resource = Resource::of("", "secrets", "Secret");
 
 /// Core `nodes`.
-pub const NODES: Resource = Resource {
-    group: "",
-    plural: "nodes",
-    kind: "Node",
-};
+pub const NODES: Resource = Resource::of("", "nodes", "Node");
 
 /// A kubelet error: a plain-text body (go-restful), never Status JSON.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,7 +1,9 @@
-//! The API server's object store: pods, workflow task results, ConfigMaps and Secrets as JSON objects, one
-//! global resource-version counter (like etcd's revision), a bounded per-kind event
+//! The API server's object store: objects of every served type (pods, ConfigMaps, custom
+//! resources, …) as JSON, keyed by type (`(group, plural)`), namespace and name; one
+//! global resource-version counter (like etcd's revision), a bounded per-type event
 //! history (the watch cache) for resuming watches, and a broadcast of every change.
-//! Watches from a version older than the history's floor get `410 Expired`.
+//! Watches from a version older than the history's floor get `410 Expired`. Like etcd
+//! behind the API server, it refuses objects over 1.5 MiB.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -9,45 +11,12 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
-use crate::status::{ApiError, CONFIG_MAPS, PODS, Resource, SECRETS, TASK_RESULTS};
+pub use crate::registry::Kind;
+use crate::registry::{GroupResource, ResourceType};
+use crate::status::{ApiError, Resource};
 
-/// The kinds the store holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Kind {
-    /// `v1` `Pod`.
-    Pod,
-    /// `argoproj.io/v1alpha1` `WorkflowTaskResult`.
-    TaskResult,
-    /// `v1` `ConfigMap`.
-    ConfigMap,
-    /// `v1` `Secret`.
-    Secret,
-}
-
-impl Kind {
-    /// Every kind.
-    pub const ALL: [Self; 4] = [Self::Pod, Self::TaskResult, Self::ConfigMap, Self::Secret];
-
-    /// `(apiVersion, kind)` of objects of this kind.
-    pub fn type_meta(self) -> (&'static str, &'static str) {
-        match self {
-            Self::Pod => ("v1", "Pod"),
-            Self::TaskResult => ("argoproj.io/v1alpha1", "WorkflowTaskResult"),
-            Self::ConfigMap => ("v1", "ConfigMap"),
-            Self::Secret => ("v1", "Secret"),
-        }
-    }
-
-    /// The resource, for error messages.
-    pub fn resource(self) -> Resource {
-        match self {
-            Self::Pod => PODS,
-            Self::TaskResult => TASK_RESULTS,
-            Self::ConfigMap => CONFIG_MAPS,
-            Self::Secret => SECRETS,
-        }
-    }
-}
+/// etcd's default request limit: larger objects are refused.
+pub const MAX_OBJECT_BYTES: usize = 1024 * 1024 + 512 * 1024;
 
 /// A watch event's type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,23 +45,25 @@ impl EventType {
 pub struct Event {
     /// The resource version the change produced.
     pub rv: u64,
-    /// The object's kind.
-    pub kind: Kind,
+    /// The object's type.
+    pub kind: GroupResource,
     /// What happened.
     pub etype: EventType,
     /// The object after the change (the last state for deletions).
     pub object: Arc<Value>,
 }
 
-type Key = (Kind, String, String);
+type Key = (GroupResource, String, String);
 
 struct Inner {
     rv: u64,
     objects: BTreeMap<Key, Arc<Value>>,
-    history: HashMap<Kind, VecDeque<Arc<Event>>>,
-    /// Per kind: events at or below this version are no longer in the history.
-    floor: HashMap<Kind, u64>,
+    history: HashMap<GroupResource, VecDeque<Arc<Event>>>,
+    /// Per type: events at or below this version are no longer in the history.
+    floor: HashMap<GroupResource, u64>,
     cap: usize,
+    /// The version of the last compaction: the floor of types with no history yet.
+    compacted: u64,
 }
 
 /// Where a watch starts.
@@ -123,6 +94,7 @@ impl Store {
                 history: HashMap::new(),
                 floor: HashMap::new(),
                 cap: cap.max(1),
+                compacted: 0,
             }),
             tx,
         }
@@ -132,53 +104,60 @@ impl Store {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Create an object; fills `uid`, `resourceVersion`, `creationTimestamp`, namespace.
+    /// Create an object; fills `uid`, `resourceVersion`, `creationTimestamp`, namespace
+    /// (cluster-scoped types: none, `ns` is `""`), `generation` where the type keeps one.
     ///
     /// # Errors
-    /// 409 `AlreadyExists`.
-    pub fn create(&self, kind: Kind, ns: &str, mut obj: Value) -> Result<Arc<Value>, ApiError> {
+    /// 409 `AlreadyExists`; 500 for an object over etcd's limit.
+    pub fn create(&self, kind: &ResourceType, ns: &str, mut obj: Value) -> Result<Arc<Value>, ApiError> {
         let name = obj["metadata"]["name"].as_str().unwrap_or("").to_string();
         let mut g = self.lock();
-        let key = (kind, ns.to_string(), name.clone());
+        let key = (kind.key(), ns.to_string(), name.clone());
         if g.objects.contains_key(&key) {
-            return Err(ApiError::already_exists(&kind.resource(), &name));
+            return Err(ApiError::already_exists(&kind.resource, &name));
         }
-        g.rv += 1;
-        let rv = g.rv;
         let (api_version, k) = kind.type_meta();
         obj["apiVersion"] = json!(api_version);
         obj["kind"] = json!(k);
         let meta = &mut obj["metadata"];
-        meta["namespace"] = json!(ns);
+        if kind.namespaced {
+            meta["namespace"] = json!(ns);
+        } else if let Some(m) = meta.as_object_mut() {
+            m.remove("namespace");
+        }
         if meta.get("uid").and_then(Value::as_str).is_none() {
             meta["uid"] = json!(new_uid());
         }
-        meta["resourceVersion"] = json!(rv.to_string());
         meta["creationTimestamp"] = json!(now_rfc3339());
-        if kind == Kind::TaskResult {
+        if kind.generation {
             meta["generation"] = json!(1);
         }
+        meta["resourceVersion"] = json!((g.rv + 1).to_string());
+        check_size(&obj)?;
+        g.rv += 1;
+        let rv = g.rv;
         let obj = Arc::new(obj);
         g.objects.insert(key, obj.clone());
-        self.record(&mut g, kind, EventType::Added, obj.clone(), rv);
+        self.record(&mut g, kind.key(), EventType::Added, obj.clone(), rv);
         Ok(obj)
     }
 
     /// The object, if present.
-    pub fn get(&self, kind: Kind, ns: &str, name: &str) -> Option<Arc<Value>> {
+    pub fn get(&self, kind: &ResourceType, ns: &str, name: &str) -> Option<Arc<Value>> {
         self.lock()
             .objects
-            .get(&(kind, ns.to_string(), name.to_string()))
+            .get(&(kind.key(), ns.to_string(), name.to_string()))
             .cloned()
     }
 
     /// Every object of `kind` (in `ns` when given) and the store's version.
-    pub fn list(&self, kind: Kind, ns: Option<&str>) -> (Vec<Arc<Value>>, u64) {
+    pub fn list(&self, kind: &ResourceType, ns: Option<&str>) -> (Vec<Arc<Value>>, u64) {
         let g = self.lock();
+        let gr = kind.key();
         let items = g
             .objects
             .iter()
-            .filter(|((k, n, _), _)| *k == kind && ns.is_none_or(|ns| ns == n))
+            .filter(|((k, n, _), _)| *k == gr && ns.is_none_or(|ns| ns == n))
             .map(|(_, v)| v.clone())
             .collect();
         (items, g.rv)
@@ -187,54 +166,74 @@ impl Store {
     /// Change an object with `f`. A change that leaves the object equal produces no new
     /// version and no event, as with the API server.
     ///
+    /// `metadata.generation` is bumped by a change outside `metadata` (and `status`, for a
+    /// type with a status subresource) where the type keeps one.
+    ///
     /// # Errors
-    /// 404 when absent; whatever `f` returns.
+    /// 404 when absent; whatever `f` returns; 500 for an object over etcd's limit.
     pub fn update(
         &self,
-        kind: Kind,
+        kind: &ResourceType,
         ns: &str,
         name: &str,
         f: impl FnOnce(&mut Value) -> Result<(), ApiError>,
     ) -> Result<Arc<Value>, ApiError> {
         let mut g = self.lock();
-        let key = (kind, ns.to_string(), name.to_string());
+        let key = (kind.key(), ns.to_string(), name.to_string());
         let Some(cur) = g.objects.get(&key).cloned() else {
-            return Err(ApiError::not_found(&kind.resource(), name));
+            return Err(ApiError::not_found(&kind.resource, name));
         };
         let mut next = (*cur).clone();
         f(&mut next)?;
         // Identity fields are the server's.
-        for field in ["uid", "resourceVersion", "creationTimestamp", "namespace", "name"] {
-            next["metadata"][field] = cur["metadata"][field].clone();
+        for field in [
+            "uid",
+            "resourceVersion",
+            "creationTimestamp",
+            "namespace",
+            "name",
+            "generation",
+        ] {
+            match cur["metadata"].get(field) {
+                Some(v) => next["metadata"][field] = v.clone(),
+                None => {
+                    if let Some(m) = next["metadata"].as_object_mut() {
+                        m.remove(field);
+                    }
+                }
+            }
         }
         next["apiVersion"] = cur["apiVersion"].clone();
         next["kind"] = cur["kind"].clone();
         if next == *cur {
             return Ok(cur);
         }
-        g.rv += 1;
-        let rv = g.rv;
-        next["metadata"]["resourceVersion"] = json!(rv.to_string());
-        if kind == Kind::TaskResult {
+        if kind.generation && spec_changed(&cur, &next, kind.status) {
             let gen_ = cur["metadata"]["generation"].as_i64().unwrap_or(1);
             next["metadata"]["generation"] = json!(gen_ + 1);
         }
+        next["metadata"]["resourceVersion"] = json!((g.rv + 1).to_string());
+        check_size(&next)?;
+        g.rv += 1;
+        let rv = g.rv;
         let next = Arc::new(next);
         g.objects.insert(key, next.clone());
-        self.record(&mut g, kind, EventType::Modified, next.clone(), rv);
+        self.record(&mut g, kind.key(), EventType::Modified, next.clone(), rv);
         Ok(next)
     }
 
     /// Remove an object; the `DELETED` event carries it with a new version.
-    pub fn delete(&self, kind: Kind, ns: &str, name: &str) -> Option<Arc<Value>> {
+    pub fn delete(&self, kind: &ResourceType, ns: &str, name: &str) -> Option<Arc<Value>> {
         let mut g = self.lock();
-        let cur = g.objects.remove(&(kind, ns.to_string(), name.to_string()))?;
+        let cur = g
+            .objects
+            .remove(&(kind.key(), ns.to_string(), name.to_string()))?;
         g.rv += 1;
         let rv = g.rv;
         let mut last = (*cur).clone();
         last["metadata"]["resourceVersion"] = json!(rv.to_string());
         let last = Arc::new(last);
-        self.record(&mut g, kind, EventType::Deleted, last.clone(), rv);
+        self.record(&mut g, kind.key(), EventType::Deleted, last.clone(), rv);
         Some(last)
     }
 
@@ -242,8 +241,13 @@ impl Store {
     ///
     /// # Errors
     /// `(requested, oldest available)` when `rv` is older than the history.
-    pub fn watch(&self, kind: Kind, rv: Option<u64>) -> Result<(WatchStart, Subscription), (u64, u64)> {
+    pub fn watch(
+        &self,
+        kind: &ResourceType,
+        rv: Option<u64>,
+    ) -> Result<(WatchStart, Subscription), (u64, u64)> {
         let g = self.lock();
+        let kind = kind.key();
         let rx = self.tx.subscribe();
         match rv {
             None => {
@@ -256,7 +260,7 @@ impl Store {
                 Ok((WatchStart::Current(items, g.rv), rx))
             }
             Some(rv) => {
-                let floor = g.floor.get(&kind).copied().unwrap_or(0);
+                let floor = g.floor.get(&kind).copied().unwrap_or(g.compacted);
                 if rv < floor {
                     return Err((rv, floor + 1));
                 }
@@ -275,9 +279,16 @@ impl Store {
     pub fn compact(&self) -> u64 {
         let mut g = self.lock();
         let rv = g.rv;
-        for kind in Kind::ALL {
+        let kinds: Vec<GroupResource> = g
+            .objects
+            .keys()
+            .map(|(k, _, _)| k.clone())
+            .chain(g.history.keys().cloned())
+            .collect();
+        g.history.clear();
+        g.compacted = rv;
+        for kind in kinds {
             g.floor.insert(kind, rv);
-            g.history.remove(&kind);
         }
         rv
     }
@@ -287,15 +298,15 @@ impl Store {
         self.lock().rv
     }
 
-    fn record(&self, g: &mut Inner, kind: Kind, etype: EventType, object: Arc<Value>, rv: u64) {
+    fn record(&self, g: &mut Inner, kind: GroupResource, etype: EventType, object: Arc<Value>, rv: u64) {
         let ev = Arc::new(Event {
             rv,
-            kind,
+            kind: kind.clone(),
             etype,
             object,
         });
         let cap = g.cap;
-        let h = g.history.entry(kind).or_default();
+        let h = g.history.entry(kind.clone()).or_default();
         h.push_back(ev.clone());
         let mut evicted = None;
         while h.len() > cap {
@@ -306,6 +317,31 @@ impl Store {
         }
         let _ = self.tx.send(ev);
     }
+}
+
+/// Whether `next` differs from `cur` outside `metadata` (and outside `status` when the
+/// type has a status subresource): the changes that bump `metadata.generation`.
+pub fn spec_changed(cur: &Value, next: &Value, status_subresource: bool) -> bool {
+    let strip = |v: &Value| {
+        let mut v = v.clone();
+        if let Some(m) = v.as_object_mut() {
+            m.remove("metadata");
+            if status_subresource {
+                m.remove("status");
+            }
+        }
+        v
+    };
+    strip(cur) != strip(next)
+}
+
+fn check_size(obj: &Value) -> Result<(), ApiError> {
+    let n = serde_json::to_vec(obj).map_or(0, |b| b.len());
+    if n > MAX_OBJECT_BYTES {
+        tracing::debug!(bytes = n, "object refused: over etcd's request limit");
+        return Err(ApiError::object_too_large());
+    }
+    Ok(())
 }
 
 /// Name a new object as the API server does: its `metadata.name`, else `generateName`
@@ -377,60 +413,133 @@ mod tests {
         json!({"metadata": {"name": name}})
     }
 
+    use crate::registry::{CONFIG_MAPS, CRDS, PODS as POD_TYPE, TASK_RESULTS};
+
     #[test]
     fn versions_increase_and_noop_updates_keep_them() {
         let s = Store::new(10);
-        let a = s.create(Kind::TaskResult, "ns", obj("a")).unwrap();
+        let a = s.create(&TASK_RESULTS, "ns", obj("a")).unwrap();
         assert_eq!(a["metadata"]["resourceVersion"], "1");
         assert_eq!(a["metadata"]["generation"], 1);
-        assert_eq!(s.create(Kind::TaskResult, "ns", obj("a")).unwrap_err().code, 409);
-        let same = s.update(Kind::TaskResult, "ns", "a", |_| Ok(())).unwrap();
+        assert_eq!(s.create(&TASK_RESULTS, "ns", obj("a")).unwrap_err().code, 409);
+        let same = s.update(&TASK_RESULTS, "ns", "a", |_| Ok(())).unwrap();
         assert_eq!(same["metadata"]["resourceVersion"], "1");
         let b = s
-            .update(Kind::TaskResult, "ns", "a", |v| {
+            .update(&TASK_RESULTS, "ns", "a", |v| {
                 v["x"] = json!(1);
                 Ok(())
             })
             .unwrap();
         assert_eq!(b["metadata"]["resourceVersion"], "2");
         assert_eq!(b["metadata"]["uid"], a["metadata"]["uid"]);
-        assert_eq!(s.update(Kind::Pod, "ns", "a", |_| Ok(())).unwrap_err().code, 404);
+        assert_eq!(s.update(&POD_TYPE, "ns", "a", |_| Ok(())).unwrap_err().code, 404);
     }
 
     #[test]
     fn watch_replays_history_and_expires_old_versions() {
         let s = Store::new(2);
         for n in ["a", "b", "c"] {
-            s.create(Kind::TaskResult, "ns", obj(n)).unwrap();
+            s.create(&TASK_RESULTS, "ns", obj(n)).unwrap();
         }
         // History keeps versions 2 and 3; the floor is 1.
-        let Ok((WatchStart::Replay(ev), _)) = s.watch(Kind::TaskResult, Some(1)) else {
+        let Ok((WatchStart::Replay(ev), _)) = s.watch(&TASK_RESULTS, Some(1)) else {
             panic!("expected a replay");
         };
         assert_eq!(ev.iter().map(|e| e.rv).collect::<Vec<_>>(), vec![2, 3]);
-        assert_eq!(s.watch(Kind::TaskResult, Some(0)).err(), Some((0, 2)));
+        assert_eq!(s.watch(&TASK_RESULTS, Some(0)).err(), Some((0, 2)));
         let rv = s.compact();
-        assert_eq!(s.watch(Kind::TaskResult, Some(rv - 1)).err(), Some((2, 4)));
-        assert!(s.watch(Kind::TaskResult, Some(rv)).is_ok());
-        assert!(s.watch(Kind::Pod, Some(rv)).is_ok());
+        assert_eq!(s.watch(&TASK_RESULTS, Some(rv - 1)).err(), Some((2, 4)));
+        assert!(s.watch(&TASK_RESULTS, Some(rv)).is_ok());
+        assert!(s.watch(&POD_TYPE, Some(rv)).is_ok());
     }
 
     #[test]
     fn names_are_given_or_generated() {
         let mut o = json!({"metadata": {"generateName": "x-"}});
-        let n = assign_name(&mut o, &PODS).unwrap();
+        let n = assign_name(&mut o, &crate::status::PODS).unwrap();
         assert!(
             n.starts_with("x-") && n.len() == 7 && o["metadata"]["name"] == n.as_str(),
             "{n}"
         );
         let mut o = json!({"metadata": {"name": "a", "generateName": "x-"}});
-        assert_eq!(assign_name(&mut o, &PODS).unwrap(), "a");
-        let e = assign_name(&mut json!({"metadata": {}}), &SECRETS).unwrap_err();
+        assert_eq!(assign_name(&mut o, &crate::status::PODS).unwrap(), "a");
+        let e = assign_name(&mut json!({"metadata": {}}), &crate::status::SECRETS).unwrap_err();
         assert_eq!(e.code, 422);
         assert!(
             e.message.contains("name or generateName is required"),
             "{}",
             e.message
+        );
+    }
+
+    #[test]
+    fn generation_follows_spec_changes_only() {
+        let s = Store::new(10);
+        // Task results: no status subresource, so only metadata is left out.
+        s.create(&TASK_RESULTS, "ns", obj("a")).unwrap();
+        fn set(path: &'static str, v: Value) -> impl FnOnce(&mut Value) -> Result<(), ApiError> {
+            move |o| {
+                let (a, b) = path.split_once('.').unwrap_or((path, ""));
+                o[a][b] = v;
+                Ok(())
+            }
+        }
+        let o = s
+            .update(
+                &TASK_RESULTS,
+                "ns",
+                "a",
+                set("metadata.labels", json!({"x": "1"})),
+            )
+            .unwrap();
+        assert_eq!(o["metadata"]["generation"], 1);
+        let o = s
+            .update(&TASK_RESULTS, "ns", "a", set("status.phase", json!("x")))
+            .unwrap();
+        assert_eq!(o["metadata"]["generation"], 2);
+        // A CRD has a status subresource: status changes keep the generation.
+        let o = s.create(&CRDS, "", obj("w.example.com")).unwrap();
+        assert!(o["metadata"].get("namespace").is_none());
+        let o = s
+            .update(&CRDS, "", "w.example.com", set("status.x", json!(1)))
+            .unwrap();
+        assert_eq!(o["metadata"]["generation"], 1);
+        let o = s
+            .update(&CRDS, "", "w.example.com", set("spec.group", json!("g")))
+            .unwrap();
+        assert_eq!(o["metadata"]["generation"], 2);
+        // A client cannot set the generation.
+        let o = s
+            .update(&CRDS, "", "w.example.com", set("metadata.generation", json!(9)))
+            .unwrap();
+        assert_eq!(o["metadata"]["generation"], 2);
+        // ConfigMaps keep none.
+        let o = s.create(&CONFIG_MAPS, "ns", obj("c")).unwrap();
+        assert!(o["metadata"].get("generation").is_none());
+    }
+
+    #[test]
+    fn objects_over_etcds_limit_are_refused() {
+        let s = Store::new(10);
+        let mut big = obj("big");
+        big["data"] = json!({"k": "x".repeat(MAX_OBJECT_BYTES)});
+        let e = s.create(&CONFIG_MAPS, "ns", big).unwrap_err();
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (500, "etcdserver: request is too large")
+        );
+        assert_eq!(s.version(), 0);
+        s.create(&CONFIG_MAPS, "ns", obj("c")).unwrap();
+        let e = s
+            .update(&CONFIG_MAPS, "ns", "c", |o| {
+                o["data"] = json!({"k": "x".repeat(MAX_OBJECT_BYTES)});
+                Ok(())
+            })
+            .unwrap_err();
+        assert_eq!(e.code, 500);
+        assert_eq!(
+            s.get(&CONFIG_MAPS, "ns", "c").unwrap()["metadata"]["resourceVersion"],
+            "1"
         );
     }
 

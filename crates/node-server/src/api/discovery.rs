@@ -1,5 +1,7 @@
-//! Discovery (`/api`, `/apis`, resource lists, `/version`), health paths, the Node object,
-//! namespaces (every name exists), the TokenRequest API and SelfSubjectAccessReview.
+//! Discovery (`/api`, `/apis`, the resource lists of every served group/version, built from
+//! the registry, so custom resources appear once their CRD is stored; `/version`), health
+//! paths, the Node object, namespaces (every name exists), the TokenRequest API and
+//! SelfSubjectAccessReview.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,9 +11,11 @@ use serde_json::{Value, json};
 use super::{Api, Target, objects};
 use crate::auth::{Attributes, Decision, Subject};
 use crate::http::{Req, Resp, full, json as json_resp};
+use crate::registry::ResourceType;
 use crate::status::{ApiError, NODES};
 
-fn resource(name: &str, kind: &str, namespaced: bool, verbs: &[&str], short: &[&str]) -> Value {
+/// One `APIResource` of a legacy discovery list.
+fn entry(name: &str, kind: &str, namespaced: bool, verbs: &[&str], short: &[String]) -> Value {
     let mut r =
         json!({"name": name, "singularName": "", "namespaced": namespaced, "kind": kind, "verbs": verbs});
     if !short.is_empty() {
@@ -20,121 +24,131 @@ fn resource(name: &str, kind: &str, namespaced: bool, verbs: &[&str], short: &[&
     r
 }
 
-/// Answer a non-resource path.
-pub(super) fn non_resource(api: &Arc<Api>, path: &str) -> Result<Resp, ApiError> {
+/// The `APIResource`s of a registry type: the resource, then its subresources.
+fn entries(t: &ResourceType) -> Vec<Value> {
+    let kind = t.resource.kind.as_ref();
+    let plural = t.resource.plural.as_ref();
+    let mut main = entry(plural, kind, t.namespaced, &t.verbs, &t.short_names);
+    main["singularName"] = json!(t.singular);
+    if !t.categories.is_empty() {
+        main["categories"] = json!(t.categories);
+    }
+    let mut out = vec![main];
+    if plural == "pods" {
+        out.push(entry("pods/log", "Pod", true, &["get"], &[]));
+        out.push(entry(
+            "pods/exec",
+            "PodExecOptions",
+            true,
+            &["create", "get"],
+            &[],
+        ));
+        out.push(entry("pods/status", "Pod", true, &["get"], &[]));
+    } else if t.status {
+        out.push(entry(
+            &format!("{plural}/status"),
+            kind,
+            t.namespaced,
+            &["get", "patch", "update"],
+            &[],
+        ));
+    }
+    out
+}
+
+/// The legacy `APIResourceList` of `group`/`version`.
+fn resource_list(api: &Api, group: &str, version: &str) -> Option<Value> {
+    let mut resources: Vec<Value> = api
+        .registry
+        .in_group_version(group, version)
+        .iter()
+        .flat_map(|t| entries(t))
+        .collect();
+    match (group, version) {
+        ("", "v1") => {
+            resources.push(entry("nodes", "Node", false, &["get", "list"], &["no".into()]));
+            resources.push(entry("namespaces", "Namespace", false, &["get"], &["ns".into()]));
+            resources.push(entry(
+                "serviceaccounts/token",
+                "TokenRequest",
+                true,
+                &["create"],
+                &[],
+            ));
+        }
+        ("authorization.k8s.io", "v1") => {
+            resources.push(entry(
+                "selfsubjectaccessreviews",
+                "SelfSubjectAccessReview",
+                false,
+                &["create"],
+                &[],
+            ));
+        }
+        _ if resources.is_empty() => return None,
+        _ => {}
+    }
+    let gv = if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    };
+    Some(json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}))
+}
+
+/// Every API group (not the core one) with its versions, the preferred one first.
+fn api_groups(api: &Api) -> Vec<(String, Vec<String>)> {
+    let mut groups: Vec<(String, Vec<String>)> = api
+        .registry
+        .groups()
+        .into_iter()
+        .filter(|(g, _)| !g.is_empty())
+        .collect();
+    groups.push(("authorization.k8s.io".into(), vec!["v1".into()]));
+    groups
+}
+
+/// Answer a non-resource path (`accept`: the request's `Accept`).
+pub(super) fn non_resource(api: &Arc<Api>, path: &str, accept: &str) -> Result<Resp, ApiError> {
+    let _ = accept;
     let v = match path {
         "/api" => json!({"kind": "APIVersions", "versions": ["v1"],
             "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": format!("127.0.0.1:{}", api.api_port)}]}),
-        "/apis" => json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": [
-            group("argoproj.io", "v1alpha1"), group("authorization.k8s.io", "v1")]}),
-        "/apis/argoproj.io" => group("argoproj.io", "v1alpha1"),
-        "/apis/authorization.k8s.io" => group("authorization.k8s.io", "v1"),
-        "/api/v1" => json!({"kind": "APIResourceList", "groupVersion": "v1", "resources": [
-            resource("pods", "Pod", true, &["create", "delete", "get", "list", "patch", "watch"], &["po"]),
-            resource("pods/log", "Pod", true, &["get"], &[]),
-            resource("pods/exec", "PodExecOptions", true, &["create", "get"], &[]),
-            resource("configmaps", "ConfigMap", true,
-                &["create", "delete", "get", "list", "patch", "update", "watch"], &["cm"]),
-            resource("secrets", "Secret", true,
-                &["create", "delete", "get", "list", "patch", "update", "watch"], &[]),
-            resource("nodes", "Node", false, &["get", "list"], &["no"]),
-            resource("namespaces", "Namespace", false, &["get"], &["ns"]),
-            resource("serviceaccounts/token", "TokenRequest", true, &["create"], &[]),
-        ]}),
-        "/apis/argoproj.io/v1alpha1" => {
-            json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "argoproj.io/v1alpha1", "resources": [
-                resource("workflowtaskresults", "WorkflowTaskResult", true,
-                    &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"], &["wftr"]),
-            ]})
-        }
-        "/apis/authorization.k8s.io/v1" => {
-            json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "authorization.k8s.io/v1", "resources": [
-                resource("selfsubjectaccessreviews", "SelfSubjectAccessReview", false, &["create"], &[]),
-            ]})
+        "/apis" => {
+            let groups: Vec<Value> = api_groups(api).iter().map(|(g, vs)| group(g, vs)).collect();
+            json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
         }
         "/version" => json!({"major": "1", "minor": "33", "gitVersion": "v1.33.0+argoexec-local",
             "gitCommit": "", "gitTreeState": "clean", "buildDate": "", "goVersion": "", "compiler": "rustc", "platform": "linux/amd64"}),
-        "/openapi/v3" => json!({"paths": {
-            "api/v1": {"serverRelativeURL": "/openapi/v3/api/v1?hash=argoexec1"},
-            "apis/argoproj.io/v1alpha1": {"serverRelativeURL": "/openapi/v3/apis/argoproj.io/v1alpha1?hash=argoexec1"},
-        }}),
-        "/openapi/v3/api/v1" => openapi_v3(
-            "",
-            "v1",
-            &[
-                ("Pod", "/api/v1/namespaces/{namespace}/pods/{name}"),
-                ("ConfigMap", "/api/v1/namespaces/{namespace}/configmaps/{name}"),
-                ("Secret", "/api/v1/namespaces/{namespace}/secrets/{name}"),
-            ],
-        ),
-        "/openapi/v3/apis/argoproj.io/v1alpha1" => openapi_v3(
-            "argoproj.io",
-            "v1alpha1",
-            &[(
-                "WorkflowTaskResult",
-                "/apis/argoproj.io/v1alpha1/namespaces/{namespace}/workflowtaskresults/{name}",
-            )],
-        ),
         "/healthz" | "/livez" | "/readyz" => return Ok(full(200, "text/plain; charset=utf-8", "ok")),
-        _ => return Err(ApiError::no_route()),
+        p if p.starts_with("/openapi/v3") => return super::openapi::v3(api, p),
+        p => {
+            let segs: Vec<&str> = p.trim_matches('/').split('/').collect();
+            match segs.as_slice() {
+                ["api", v] => resource_list(api, "", v).ok_or_else(ApiError::no_route)?,
+                ["apis", g] => {
+                    let groups = api_groups(api);
+                    let (name, vs) = groups
+                        .iter()
+                        .find(|(n, _)| n == g)
+                        .ok_or_else(ApiError::no_route)?;
+                    group(name, vs)
+                }
+                ["apis", g, v] => resource_list(api, g, v).ok_or_else(ApiError::no_route)?,
+                _ => return Err(ApiError::no_route()),
+            }
+        }
     };
     Ok(json_resp(200, &v))
 }
 
-/// A minimal OpenAPI v3 document: just enough for kubectl to see that the PATCH of each
-/// kind takes `fieldValidation`, so it validates on the server (which accepts any fields)
-/// instead of downloading full schemas for client-side validation.
-fn openapi_v3(group: &str, version: &str, kinds: &[(&str, &str)]) -> Value {
-    let param = json!({"name": "fieldValidation", "in": "query", "schema": {"type": "string"}});
-    let paths: serde_json::Map<String, Value> = kinds
+fn group(name: &str, versions: &[String]) -> Value {
+    let gvs: Vec<Value> = versions
         .iter()
-        .map(|(kind, path)| {
-            let gvk = json!({"group": group, "version": version, "kind": kind});
-            let ops = json!({
-                "get": {"x-kubernetes-group-version-kind": gvk, "responses": {}},
-                "patch": {"x-kubernetes-group-version-kind": gvk, "parameters": [param], "responses": {}}
-            });
-            ((*path).to_string(), ops)
-        })
+        .map(|v| json!({"groupVersion": format!("{name}/{v}"), "version": v}))
         .collect();
-    json!({
-        "openapi": "3.0.0",
-        "info": {"title": "argoexec local node", "version": "v1.33.0"},
-        "paths": paths,
-        "components": {"schemas": {}}
-    })
-}
-
-/// An OpenAPI v2 document without paths or definitions. kubectl before 1.30 downloads it
-/// (as protobuf) to validate manifests; with no schema for a kind it skips client-side
-/// validation, and the server accepts the object as it is.
-pub(super) fn openapi_v2(req: &Req) -> Resp {
-    let proto = req
-        .headers()
-        .get(http::header::ACCEPT)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|a| a.contains("protobuf"));
-    if proto {
-        // gnostic openapi_v2.Document { swagger (1): "2.0", info (2): { title (1), version (2) } }
-        let title = b"argoexec local node";
-        let version = b"v1.33.0";
-        let mut info = vec![0x0a, title.len() as u8];
-        info.extend_from_slice(title);
-        info.extend_from_slice(&[0x12, version.len() as u8]);
-        info.extend_from_slice(version);
-        let mut doc = vec![0x0a, 3, b'2', b'.', b'0', 0x12, info.len() as u8];
-        doc.extend_from_slice(&info);
-        return full(200, "application/octet-stream", doc);
-    }
-    json_resp(
-        200,
-        &json!({"swagger": "2.0", "info": {"title": "argoexec local node", "version": "v1.33.0"}, "paths": {}}),
-    )
-}
-
-fn group(name: &str, version: &str) -> Value {
-    let gv = json!({"groupVersion": format!("{name}/{version}"), "version": version});
-    json!({"kind": "APIGroup", "apiVersion": "v1", "name": name, "versions": [gv.clone()], "preferredVersion": gv})
+    let preferred = gvs.first().cloned().unwrap_or(Value::Null);
+    json!({"kind": "APIGroup", "apiVersion": "v1", "name": name, "versions": gvs, "preferredVersion": preferred})
 }
 
 /// The Node object.

@@ -1,10 +1,16 @@
 //! The API-server-compatible endpoint: authentication (bearer tokens), RBAC authorization
-//! with the real `Forbidden` messages, request counting, and routing to the handlers of
-//! pods, workflow task results, ConfigMaps, Secrets, discovery and the node's own debug paths.
+//! with the real `Forbidden` messages, request counting, and routing: pods to their own
+//! handler (they run on Docker), every other type the registry serves (built-in or defined
+//! by a CustomResourceDefinition) to the generic one, then discovery and the node's own
+//! debug paths.
 
+mod crd;
 mod discovery;
 mod objects;
+mod openapi;
+mod patching;
 mod pods;
+mod rules;
 mod table;
 mod watch;
 
@@ -20,6 +26,7 @@ use crate::counts::Counts;
 use crate::faults::Faults;
 use crate::http::{Handler, Query, Req, Resp, api_error};
 use crate::pods::Pods;
+use crate::registry::Registry;
 use crate::status::ApiError;
 use crate::store::Store;
 
@@ -27,6 +34,8 @@ use crate::store::Store;
 pub struct Api {
     /// Objects.
     pub store: Arc<Store>,
+    /// The served types.
+    pub registry: Arc<Registry>,
     /// Pods on the node.
     pub pods: Arc<Pods>,
     /// Tokens.
@@ -231,11 +240,6 @@ impl Api {
     ) -> Result<Resp, ApiError> {
         match (t.group.as_str(), t.version.as_str(), t.resource.as_str()) {
             ("", "v1", "pods") => pods::handle(self, req, t, verb, q).await,
-            ("argoproj.io", "v1alpha1", "workflowtaskresults") => {
-                objects::handle(self, req, t, verb, q, &objects::TASK_RESULTS).await
-            }
-            ("", "v1", "configmaps") => objects::handle(self, req, t, verb, q, &objects::CONFIG_MAPS).await,
-            ("", "v1", "secrets") => objects::handle(self, req, t, verb, q, &objects::SECRETS).await,
             ("", "v1", "nodes") => {
                 crate::http::drain(req).await;
                 discovery::nodes(&self, &t)
@@ -250,10 +254,13 @@ impl Api {
             ("authorization.k8s.io", "v1", "selfsubjectaccessreviews") => {
                 discovery::self_review(&self, req, &who).await
             }
-            _ => {
-                crate::http::drain(req).await;
-                Err(ApiError::no_route())
-            }
+            (g, v, r) => match self.registry.resolve(g, v, r) {
+                Some(kind) => objects::handle(self.clone(), req, t, verb, q, kind).await,
+                None => {
+                    crate::http::drain(req).await;
+                    Err(ApiError::no_route())
+                }
+            },
         }
     }
 
@@ -268,10 +275,16 @@ impl Api {
                 let rv = self.store.compact();
                 Ok(crate::http::json(200, &json!({"compactedAt": rv.to_string()})))
             }
-            "/openapi/v2" => Ok(discovery::openapi_v2(&req)),
+            "/openapi/v2" => Ok(openapi::v2(&req)),
             p => {
+                let accept = req
+                    .headers()
+                    .get(http::header::ACCEPT)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("")
+                    .to_string();
                 crate::http::drain(req).await;
-                discovery::non_resource(&self, p)
+                discovery::non_resource(&self, p, &accept)
             }
         }
     }

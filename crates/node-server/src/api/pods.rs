@@ -6,12 +6,13 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::{Api, Target, objects};
+use super::{Api, Target, objects, patching};
 use crate::exec::{self, ExecSpec};
 use crate::http::{Query, Req, Resp, is_websocket, json as json_resp, streaming};
 use crate::logs::{self, LogOptions};
+use crate::registry::PODS as POD_TYPE;
 use crate::status::{ApiError, PODS};
-use crate::store::Kind;
+use crate::subresource::Write;
 
 /// Route a `pods` request.
 pub(super) async fn handle(
@@ -23,15 +24,18 @@ pub(super) async fn handle(
 ) -> Result<Resp, ApiError> {
     let ns = t.namespace.clone();
     match (verb, ns.as_deref(), t.name.as_deref(), t.subresource.as_deref()) {
-        ("list" | "watch", _, None, None) => objects::list_or_watch(&api, &req, Kind::Pod, &t, verb, &q),
-        ("get", Some(ns), Some(n), None | Some("status")) => objects::get(&api, &req, Kind::Pod, ns, n),
+        ("list" | "watch", _, None, None) => objects::list_or_watch(&api, &req, &POD_TYPE, &t, verb, &q),
+        ("get", Some(ns), Some(n), None | Some("status")) => objects::get(&api, &req, &POD_TYPE, &t, ns, n),
         ("create", Some(ns), None, None) => {
             let body = objects::object_body(req).await?;
             let o = api.pods.create(ns, body)?;
             Ok(json_resp(201, &o))
         }
         ("patch", Some(ns), Some(n), None) => {
-            objects::patch(&api, req, Kind::Pod, ns, n, check_pod_patch).await
+            let target = (&*POD_TYPE, &t);
+            let (_, o) =
+                patching::patch(&api, req, &q, target, (ns, n), Write::Main, None, check_pod_patch).await?;
+            Ok(json_resp(200, &o))
         }
         ("delete", Some(ns), Some(n), None) => {
             let grace = match q.int("gracePeriodSeconds") {
@@ -56,9 +60,8 @@ pub(super) async fn handle(
     }
 }
 
-/// Pod updates may change metadata only; status is a subresource and is kept.
+/// Pod updates may change metadata only (status is a subresource and was kept).
 fn check_pod_patch(before: &Value, after: &mut Value) -> Result<(), ApiError> {
-    after["status"] = before["status"].clone();
     if after["spec"] != before["spec"] {
         let name = before["metadata"]["name"].as_str().unwrap_or("");
         return Err(ApiError::invalid(
@@ -105,7 +108,7 @@ fn container_of(pod: &Value, q: &Query) -> Result<String, ApiError> {
 async fn log(api: &Arc<Api>, ns: &str, name: &str, q: &Query) -> Result<Resp, ApiError> {
     let pod = api
         .store
-        .get(Kind::Pod, ns, name)
+        .get(&POD_TYPE, ns, name)
         .ok_or_else(|| ApiError::not_found(&PODS, name))?;
     let container = container_of(&pod, q)?;
     let opts = LogOptions::parse(q).map_err(|e| {
@@ -127,7 +130,7 @@ async fn log(api: &Arc<Api>, ns: &str, name: &str, q: &Query) -> Result<Resp, Ap
 async fn exec(api: &Arc<Api>, req: Req, ns: &str, name: &str, q: &Query) -> Result<Resp, ApiError> {
     let pod = api
         .store
-        .get(Kind::Pod, ns, name)
+        .get(&POD_TYPE, ns, name)
         .ok_or_else(|| ApiError::not_found(&PODS, name))?;
     let container = container_of(&pod, q)?;
     let spec = ExecSpec {

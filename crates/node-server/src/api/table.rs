@@ -1,13 +1,32 @@
 //! `meta.k8s.io/v1` `Table` responses, which kubectl asks for to print `get` output
 //! (`NAME READY STATUS RESTARTS AGE` for pods, `NAME TYPE DATA AGE` for secrets,
-//! `NAME DATA AGE` for config maps, `NAME AGE` for task results).
+//! `NAME DATA AGE` for config maps, `NAME AGE` for every other type).
 
 use serde_json::{Value, json};
 
-use crate::store::Kind;
+use crate::registry::ResourceType;
+
+/// The types with columns of their own.
+#[derive(Clone, Copy)]
+enum Shape {
+    Pod,
+    Secret,
+    ConfigMap,
+    Plain,
+}
+
+fn shape(kind: &ResourceType) -> Shape {
+    match (kind.resource.group.as_ref(), kind.resource.plural.as_ref()) {
+        ("", "pods") => Shape::Pod,
+        ("", "secrets") => Shape::Secret,
+        ("", "configmaps") => Shape::ConfigMap,
+        _ => Shape::Plain,
+    }
+}
 
 /// A table of `items` (rows carry the objects' metadata as `PartialObjectMetadata`).
-pub(super) fn table(kind: Kind, items: &[Value], rv: Option<u64>) -> Value {
+pub(super) fn table(kind: &ResourceType, items: &[Value], rv: Option<u64>) -> Value {
+    let kind = shape(kind);
     let rows: Vec<Value> = items
         .iter()
         .map(|o| {
@@ -22,7 +41,7 @@ pub(super) fn table(kind: Kind, items: &[Value], rv: Option<u64>) -> Value {
 }
 
 /// The columns of `kind`, as the API server defines them.
-fn columns(kind: Kind) -> Vec<Value> {
+fn columns(kind: Shape) -> Vec<Value> {
     let col = |name: &str, format: &str, desc: &str| json!({"name": name, "type": "string", "format": format, "description": desc, "priority": 0});
     let name = col("Name", "name", "Name must be unique within a namespace.");
     let age = col(
@@ -32,7 +51,7 @@ fn columns(kind: Kind) -> Vec<Value> {
     );
     let data = col("Data", "", "Number of keys.");
     match kind {
-        Kind::Pod => vec![
+        Shape::Pod => vec![
             name,
             col(
                 "Ready",
@@ -51,19 +70,19 @@ fn columns(kind: Kind) -> Vec<Value> {
             ),
             age,
         ],
-        Kind::Secret => vec![name, col("Type", "", "The type of the secret."), data, age],
-        Kind::ConfigMap => vec![name, data, age],
-        Kind::TaskResult => vec![name, age],
+        Shape::Secret => vec![name, col("Type", "", "The type of the secret."), data, age],
+        Shape::ConfigMap => vec![name, data, age],
+        Shape::Plain => vec![name, age],
     }
 }
 
 /// One row's cells.
-fn cells(kind: Kind, o: &Value) -> Value {
+fn cells(kind: Shape, o: &Value) -> Value {
     let name = o["metadata"]["name"].clone();
     let age = age(o["metadata"]["creationTimestamp"].as_str().unwrap_or(""));
     let keys = |field: &str| o[field].as_object().map_or(0, serde_json::Map::len);
     match kind {
-        Kind::Pod => {
+        Shape::Pod => {
             let cs = o["status"]["containerStatuses"]
                 .as_array()
                 .cloned()
@@ -72,9 +91,9 @@ fn cells(kind: Kind, o: &Value) -> Value {
             let ready = cs.iter().filter(|c| c["ready"] == true).count();
             json!([name, format!("{ready}/{total}"), pod_status(o), "0", age])
         }
-        Kind::Secret => json!([name, o["type"], keys("data"), age]),
-        Kind::ConfigMap => json!([name, keys("data") + keys("binaryData"), age]),
-        Kind::TaskResult => json!([name, age]),
+        Shape::Secret => json!([name, o["type"], keys("data"), age]),
+        Shape::ConfigMap => json!([name, keys("data") + keys("binaryData"), age]),
+        Shape::Plain => json!([name, age]),
     }
 }
 

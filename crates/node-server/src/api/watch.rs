@@ -15,28 +15,46 @@ use tokio::sync::{broadcast, mpsc};
 
 use super::{Api, table};
 use crate::http::{Query, Resp, streaming};
+use crate::registry::Kind;
 use crate::selector::Selector;
 use crate::status::ApiError;
-use crate::store::{Kind, WatchStart};
+use crate::store::WatchStart;
 
 /// Default watch length when `timeoutSeconds` is not given (the server's 30 min minimum).
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
 
-/// Start a watch (`from_pod`: made by a pod, so the injected watch faults apply).
+/// What one watch follows.
+pub(super) struct WatchOf {
+    /// The type.
+    pub kind: Kind,
+    /// The version the client asked for (objects are shown at it).
+    pub version: String,
+    /// The namespace, if the watch is limited to one.
+    pub ns: Option<String>,
+    /// Label selector.
+    pub labels: Selector,
+    /// Field selector.
+    pub fields: Selector,
+    /// Events carry `Table`s.
+    pub table: bool,
+    /// Made by a pod, so the injected watch faults apply.
+    pub from_pod: bool,
+}
+
+/// Start a watch.
 ///
 /// # Errors
 /// 400 for an unparsable `resourceVersion`.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn watch(
-    api: &Arc<Api>,
-    kind: Kind,
-    ns: Option<String>,
-    q: &Query,
-    labels: Selector,
-    fields: Selector,
-    table: bool,
-    from_pod: bool,
-) -> Result<Resp, ApiError> {
+pub(super) fn watch(api: &Arc<Api>, w: WatchOf, q: &Query) -> Result<Resp, ApiError> {
+    let WatchOf {
+        kind,
+        version,
+        ns,
+        labels,
+        fields,
+        table,
+        from_pod,
+    } = w;
     let rv = match q.get("resourceVersion") {
         None | Some("" | "0") => None,
         Some(v) => Some(
@@ -75,7 +93,7 @@ pub(super) fn watch(
     let bookmarks = q.flag("allowWatchBookmarks");
     let (tx, rx) = mpsc::channel::<Result<Bytes, std::io::Error>>(64);
     let filter = Filter { ns, labels, fields };
-    match api.store.watch(kind, rv) {
+    match api.store.watch(&kind, rv) {
         Err((requested, oldest)) => {
             let e = ApiError::expired(requested, oldest);
             let line = event_line("ERROR", &e.body());
@@ -83,6 +101,7 @@ pub(super) fn watch(
         }
         Ok((start, live)) => {
             let opts = Opts {
+                version,
                 timeout,
                 bookmarks,
                 table,
@@ -128,6 +147,8 @@ fn event_line(etype: &str, object: &Value) -> Bytes {
 
 /// How one watch runs.
 struct Opts {
+    /// The version objects are shown at.
+    version: String,
     timeout: Duration,
     bookmarks: bool,
     table: bool,
@@ -148,6 +169,7 @@ async fn run(
     opts: Opts,
 ) {
     let Opts {
+        version,
         timeout,
         bookmarks,
         table: as_table,
@@ -165,12 +187,14 @@ async fn run(
         c
     };
     let render = |o: &Value| {
+        let o = super::objects::present(&kind, &version, o);
         if as_table {
-            table::table(kind, std::slice::from_ref(o), None)
+            table::table(&kind, &[o], None)
         } else {
-            o.clone()
+            o
         }
     };
+    let gr = kind.key();
     let mut matched: HashSet<(String, String)> = HashSet::new();
     let mut last_rv;
     let backlog = match start {
@@ -221,8 +245,7 @@ async fn run(
                 () = tx.closed() => return,
                 () = bm => {
                     sent_bookmark = true;
-                    let (api_version, k) = kind.type_meta();
-                    let o = json!({"kind": k, "apiVersion": api_version, "metadata": {"resourceVersion": last_rv.to_string()}});
+                    let o = json!({"kind": kind.resource.kind, "apiVersion": kind.api_version(&version), "metadata": {"resourceVersion": last_rv.to_string()}});
                     if tx.send(Ok(event_line("BOOKMARK", &o))).await.is_err() { return; }
                     continue;
                 }
@@ -237,7 +260,7 @@ async fn run(
                 },
             }
         };
-        if ev.kind != kind || ev.rv <= last_rv {
+        if ev.kind != gr || ev.rv <= last_rv {
             continue;
         }
         last_rv = ev.rv;

@@ -15,7 +15,7 @@ use base64::Engine;
 use serde_json::Value;
 
 use crate::status::{ApiError, Resource};
-use crate::store::{Kind, Store};
+use crate::store::Store;
 
 /// Most bytes of data (decoded) one ConfigMap or Secret may hold.
 pub(crate) const MAX_DATA: usize = 1024 * 1024;
@@ -25,12 +25,12 @@ pub(crate) struct StoreObjects(pub Arc<Store>);
 
 impl ObjectSource for StoreObjects {
     fn config_map(&self, namespace: &str, name: &str) -> Option<ObjectData> {
-        let o = self.0.get(Kind::ConfigMap, namespace, name)?;
+        let o = self.0.get(&crate::registry::CONFIG_MAPS, namespace, name)?;
         Some(configmaps::data(&o))
     }
 
     fn secret(&self, namespace: &str, name: &str) -> Option<ObjectData> {
-        let o = self.0.get(Kind::Secret, namespace, name)?;
+        let o = self.0.get(&crate::registry::SECRETS, namespace, name)?;
         Some(secrets::data(&o))
     }
 }
