@@ -30,9 +30,9 @@ enum Command {
     /// Print the pod the controller side would build for a workflow's template.
     Render(commands::render::Args),
     /// Run a workflow's entrypoint as a pod on the local node and print its outputs.
-    Run(commands::run::Args),
+    Run(Box<commands::run::Args>),
     /// Run the local node standalone: pods on Docker behind kubelet and API endpoints.
-    Node(commands::node::Args),
+    Node(Box<commands::node::Args>),
     /// Print the version.
     Version,
 }
@@ -42,8 +42,8 @@ fn main() {
     argoexec_logging::init(&cli.loglevel, cli.log_format);
     let code = match cli.command {
         Command::Render(a) => commands::render::run(a),
-        Command::Run(a) => commands::run::run(a),
-        Command::Node(a) => commands::node::run(a),
+        Command::Run(a) => commands::run::run(*a),
+        Command::Node(a) => commands::node::run(*a),
         Command::Version => {
             println!("argoexec-local {} (argoexec-rs)", env!("CARGO_PKG_VERSION"));
             0

@@ -172,6 +172,25 @@ pub fn run_file_env(
     repo: Option<tempfile::TempDir>,
     env: &[(&str, &str)],
 ) -> RunResult {
+    start_run(path, executor, extra, repo, env).finish(Duration::from_secs(120))
+}
+
+/// An `argoexec run` still running (for tests that act on the node while the step runs).
+pub struct StartedRun {
+    child: std::process::Child,
+    label: String,
+    state: tempfile::TempDir,
+    repo: tempfile::TempDir,
+}
+
+/// Start `argoexec run` as [`run_file_env`] does, without waiting for it.
+pub fn start_run(
+    path: &Path,
+    executor: &str,
+    extra: &[&str],
+    repo: Option<tempfile::TempDir>,
+    env: &[(&str, &str)],
+) -> StartedRun {
     static N: AtomicUsize = AtomicUsize::new(0);
     let label = format!("test-{}-{}", std::process::id(), N.fetch_add(1, Ordering::SeqCst));
     let state = tempfile::tempdir().unwrap();
@@ -205,17 +224,29 @@ pub fn run_file_env(
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let out = wait_output(child, Duration::from_secs(120));
-    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-    let json: Value = serde_json::from_str(stdout.trim())
-        .unwrap_or_else(|e| panic!("stdout is not one JSON object ({e}):\n{stdout}\nstderr:\n{stderr}"));
-    assert_nothing_left(&label, state.path());
-    RunResult {
-        json,
-        code: out.status.code().unwrap_or(-1),
-        stderr,
+    StartedRun {
+        child,
+        label,
+        state,
         repo,
+    }
+}
+
+impl StartedRun {
+    /// Wait for the run (at most `limit`), parse its JSON and check nothing was left.
+    pub fn finish(self, limit: Duration) -> RunResult {
+        let out = wait_output(self.child, limit);
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        let json: Value = serde_json::from_str(stdout.trim())
+            .unwrap_or_else(|e| panic!("stdout is not one JSON object ({e}):\n{stdout}\nstderr:\n{stderr}"));
+        assert_nothing_left(&self.label, self.state.path());
+        RunResult {
+            json,
+            code: out.status.code().unwrap_or(-1),
+            stderr,
+            repo: self.repo,
+        }
     }
 }
 

@@ -56,6 +56,78 @@ pub fn files(executor: ExecutorKind, version: ArgoVersion) -> Vec<KitFile> {
     files
 }
 
+/// The verbs `argoexec resource ACTION` needs on the manifest's resources: the action's
+/// own (and `get` where the action reads the object first, as kubectl does), plus `get`,
+/// `list` and `watch` when it waits for conditions (a watch, re-listed on `410 Gone`) and
+/// `get` when it reads outputs. The table is in docs/resource-templates.md and
+/// deploy/rbac/resource-example.yaml.
+pub fn resource_verbs(action: &str, waits: bool, outputs: bool) -> Vec<&'static str> {
+    let mut v: Vec<&'static str> = match action {
+        "get" => vec!["get"],
+        "create" => vec!["create"],
+        "apply" => vec!["get", "create", "patch"],
+        "replace" => vec!["get", "update"],
+        "patch" => vec!["get", "patch"],
+        "delete" => vec!["delete"],
+        _ => vec![],
+    };
+    if waits {
+        v.extend(["get", "list", "watch"]);
+    }
+    if outputs {
+        v.push("get");
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    v.retain(|x| seen.insert(*x));
+    v
+}
+
+/// A Role (namespaced resources) and a ClusterRole (cluster-scoped ones), each bound to
+/// service account `sa` of `ns`, granting `verbs` on `targets` (group, plural, namespaced):
+/// what a resource template's manifest acts on, and nothing more.
+pub fn resource_rbac(ns: &str, sa: &str, verbs: &[&str], targets: &[(String, String, bool)]) -> String {
+    let rules = |namespaced: bool| -> Vec<Value> {
+        targets
+            .iter()
+            .filter(|t| t.2 == namespaced)
+            .map(|(g, p, _)| json!({"apiGroups": [g], "resources": [p], "verbs": verbs}))
+            .collect()
+    };
+    let name = format!("argoexec-resource-{sa}");
+    let mut docs = Vec::new();
+    let subject = json!([{"kind": "ServiceAccount", "name": sa, "namespace": ns}]);
+    let (ns_rules, cluster_rules) = (rules(true), rules(false));
+    if !ns_rules.is_empty() {
+        docs.push(
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": name, "namespace": ns}, "rules": ns_rules}),
+        );
+        docs.push(
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": name, "namespace": ns},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+            "subjects": subject}),
+        );
+    }
+    if !cluster_rules.is_empty() {
+        let cname = format!("{name}-{ns}");
+        docs.push(
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": cname}, "rules": cluster_rules}),
+        );
+        docs.push(
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": cname},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": cname},
+            "subjects": subject}),
+        );
+    }
+    docs.iter()
+        .map(Value::to_string)
+        .collect::<Vec<_>>()
+        .join("\n---\n")
+}
+
 /// A kit file that does not parse (a broken kit: the unit tests catch it first).
 #[derive(Debug, thiserror::Error)]
 #[error("deploy/rbac/{file} does not parse")]
@@ -145,6 +217,35 @@ mod tests {
         );
         let a = executor_rbac("ns", "sa", ExecutorKind::K8sApi, ArgoVersion::V3_3).unwrap();
         assert!(resources(&a).contains(&"pods/exec".to_string()), "{a}");
+    }
+
+    #[test]
+    fn resource_roles_grant_the_action_and_no_more() {
+        assert_eq!(resource_verbs("create", false, false), ["create"]);
+        assert_eq!(
+            resource_verbs("create", true, true),
+            ["create", "get", "list", "watch"]
+        );
+        assert_eq!(resource_verbs("apply", false, true), ["get", "create", "patch"]);
+        assert_eq!(resource_verbs("delete", false, false), ["delete"]);
+        let targets = [
+            (String::new(), "configmaps".to_string(), true),
+            ("example.com".to_string(), "widgets".to_string(), false),
+        ];
+        let r = resource_rbac("ns", "sa", &["get"], &targets);
+        let docs: Vec<Value> = serde_saphyr::from_multiple(&r).unwrap();
+        let kinds: Vec<&str> = docs.iter().map(|d| d["kind"].as_str().unwrap()).collect();
+        assert_eq!(
+            kinds,
+            ["Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"]
+        );
+        assert_eq!(
+            docs[0]["rules"],
+            json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}])
+        );
+        assert_eq!(docs[2]["rules"][0]["resources"], json!(["widgets"]));
+        assert_eq!(docs[3]["subjects"][0]["namespace"], "ns");
+        assert!(resource_rbac("ns", "sa", &["get"], &[]).is_empty());
     }
 
     #[test]

@@ -9,6 +9,8 @@
 //! Exit status: 0 Succeeded, 1 Failed, 2 Error or bad input.
 
 mod kit;
+mod mounts;
+mod objects;
 mod outcome;
 mod progress;
 mod repository;
@@ -23,12 +25,10 @@ use argoexec_core::template::{ArchiveLocation, ArtifactLocation, LocalArtifact, 
 use argoexec_node::NodeConfig;
 use argoexec_node_server::KubeletCert;
 use argoexec_podbuilder::ExecutorChoice;
-use k8s_openapi::api::core::v1::{HostPathVolumeSource, Pod, Volume, VolumeMount};
 use outcome::{Outcome, Phase};
 
 /// Where init and wait see the local artifact repository.
 pub const REPO_MOUNT: &str = "/argo/artifact-repository";
-const REPO_VOLUME: &str = "argoexec-artifacts";
 /// How long containers may outlive the wait container before the run deletes the pod.
 const SIDECAR_GRACE: Duration = Duration::from_secs(5);
 
@@ -120,6 +120,14 @@ pub struct Args {
     /// the config map's `argoVersion`, else 4.1). Executors other than emissary need 3.3.
     #[arg(long)]
     pub argo_version: Option<argoexec_core::ArgoVersion>,
+    /// Objects to create on the node before the pod (repeatable; YAML, several documents
+    /// per file): CustomResourceDefinitions and objects a resource template reads or patches.
+    #[arg(long = "create", value_name = "FILE")]
+    pub create: Vec<PathBuf>,
+    /// Write a kubeconfig for the run's node (its admin) to FILE once the node is up, to
+    /// look at or change its objects with kubectl while the step runs (mode 0600).
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig_out: Option<PathBuf>,
     /// Value of the io.argoexec-rs.node label on the run's containers (default: pid-<pid>).
     #[arg(long, env = "ARGOEXEC_NODE_LABEL", hide = true)]
     pub node_label: Option<String>,
@@ -162,22 +170,46 @@ async fn execute(args: &Args) -> anyhow::Result<(Outcome, PathBuf)> {
         && args.kubelet_cert == KubeletCert::SelfSigned
         && plan.config.kubelet_ca_file.is_none()
     {
-        plan.config.kubelet_ca_file = Some(format!("{KUBELET_CA_MOUNT}/ca.crt"));
-        Some(write_kubelet_ca(&server, &plan.pod_name)?)
+        plan.config.kubelet_ca_file = Some(format!("{}/ca.crt", mounts::KUBELET_CA_MOUNT));
+        Some(mounts::write_kubelet_ca(&server, &plan.pod_name)?)
     } else {
         None
     };
     let built = plan.build(&args.executor_image, &args.executor_loglevel)?;
     let mut pod = built.pod;
-    attach_repository(&mut pod, &repo);
-    give_key_dir_to_wait(args, &pod, &repo.join(&plan.wf.meta.name).join(&plan.pod_name)).await?;
+    mounts::attach_repository(&mut pod, &repo);
+    mounts::give_key_dir_to_wait(
+        &args.docker_socket,
+        &pod,
+        &repo.join(&plan.wf.meta.name).join(&plan.pod_name),
+    )
+    .await?;
     if let Some(dir) = &kubelet_ca {
-        attach_host_dir(&mut pod, KUBELET_CA_VOLUME, dir, KUBELET_CA_MOUNT, &["wait"]);
+        mounts::attach_host_dir(
+            &mut pod,
+            mounts::KUBELET_CA_VOLUME,
+            dir,
+            mounts::KUBELET_CA_MOUNT,
+            &["wait"],
+        );
     }
     // Removed when this function returns, however it returns.
-    let _ca_guard = kubelet_ca.as_ref().map(|d| RemoveDir(d.clone()));
+    let _ca_guard = kubelet_ca.as_ref().map(|d| mounts::RemoveDir(d.clone()));
     let ns = pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
     create_prerequisites(&server, &ns, &secrets, built.config_map.as_ref())?;
+    let sa = pod.spec.as_ref().and_then(|s| s.service_account_name.clone());
+    objects::BeforePod {
+        create: &args.create,
+        namespace: &ns,
+        service_account: sa.as_deref().unwrap_or("default"),
+        template: &plan.template,
+        rbac_given: !args.rbac.is_empty(),
+    }
+    .run(&server)
+    .await?;
+    if let Some(p) = &args.kubeconfig_out {
+        server.write_kubeconfig(p)?;
+    }
     let pod_run = session::Session::start(server, &args.rbac, pod, plan.executor, plan.argo_version).await?;
     let progress = (args.output == Output::Text)
         .then(|| tokio::spawn(progress::follow(plan.pod_name.clone(), pod_run.status())));
@@ -428,118 +460,6 @@ fn artifacts_dir(given: Option<&Path>, pod: &str) -> anyhow::Result<PathBuf> {
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     dir.canonicalize()
         .with_context(|| format!("cannot resolve {}", dir.display()))
-}
-
-/// A non-root wait container (its or the pod's `runAsUser`, else its image's numeric `USER`,
-/// as in the `-nonroot` executor image) writes its outputs under the key directory of the
-/// local repository: create it and hand it to that user, as a bucket policy would, instead of
-/// making the repository world-writable.
-async fn give_key_dir_to_wait(args: &Args, pod: &Pod, dir: &Path) -> anyhow::Result<()> {
-    let Some(spec) = pod.spec.as_ref() else {
-        return Ok(());
-    };
-    let wait = spec.containers.iter().find(|c| c.name == "wait");
-    let sc = wait.and_then(|c| c.security_context.as_ref());
-    let psc = spec.security_context.as_ref();
-    let uid = sc
-        .and_then(|s| s.run_as_user)
-        .or_else(|| psc.and_then(|s| s.run_as_user));
-    let mut gid = sc
-        .and_then(|s| s.run_as_group)
-        .or_else(|| psc.and_then(|s| s.run_as_group));
-    let uid = match (uid, wait.and_then(|c| c.image.as_deref())) {
-        (Some(u), _) => Some(u),
-        (None, Some(image)) => {
-            let node = NodeConfig {
-                docker_socket: args.docker_socket.clone(),
-                ..NodeConfig::default()
-            };
-            let user = argoexec_node::LocalNode::connect(node)
-                .await?
-                .image_user(image)
-                .await?;
-            let (u, g) = numeric_user(&user);
-            gid = gid.or(g);
-            u
-        }
-        (None, None) => None,
-    };
-    let Some(uid) = uid.filter(|u| *u != 0) else {
-        return Ok(());
-    };
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let id = |v: i64| u32::try_from(v).ok();
-    nix::unistd::chown(
-        dir,
-        id(uid).map(nix::unistd::Uid::from_raw),
-        gid.and_then(id).map(nix::unistd::Gid::from_raw),
-    )
-    .with_context(|| format!("cannot give {} to UID {uid} (the pod's wait user)", dir.display()))?;
-    Ok(())
-}
-
-/// An image's `USER` as numbers (`8737`, `8737:0`); a name (resolved in the image's own
-/// `/etc/passwd`) or nothing gives `None`.
-fn numeric_user(user: &str) -> (Option<i64>, Option<i64>) {
-    let (u, g) = user.split_once(':').unwrap_or((user, ""));
-    (u.parse().ok(), g.parse().ok())
-}
-
-/// Mount the host repository into init and wait.
-fn attach_repository(pod: &mut Pod, repo: &Path) {
-    attach_host_dir(pod, REPO_VOLUME, repo, REPO_MOUNT, &["init", "wait"]);
-}
-
-/// Mount the host directory `dir` at `mount` in the named containers.
-fn attach_host_dir(pod: &mut Pod, volume: &str, dir: &Path, mount: &str, containers: &[&str]) {
-    let Some(spec) = pod.spec.as_mut() else { return };
-    spec.volumes.get_or_insert_with(Vec::new).push(Volume {
-        name: volume.into(),
-        host_path: Some(HostPathVolumeSource {
-            path: dir.display().to_string(),
-            type_: Some("DirectoryOrCreate".into()),
-        }),
-        ..Default::default()
-    });
-    let m = VolumeMount {
-        name: volume.into(),
-        mount_path: mount.into(),
-        read_only: Some(true).filter(|_| volume != REPO_VOLUME),
-        ..Default::default()
-    };
-    for c in spec
-        .init_containers
-        .iter_mut()
-        .flatten()
-        .chain(spec.containers.iter_mut())
-    {
-        if containers.contains(&c.name.as_str()) {
-            c.volume_mounts.get_or_insert_with(Vec::new).push(m.clone());
-        }
-    }
-}
-
-/// Removes a directory on drop.
-struct RemoveDir(PathBuf);
-
-impl Drop for RemoveDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// Where the wait container finds a self-signed kubelet's CA bundle (`kubeletCAFile`).
-const KUBELET_CA_MOUNT: &str = "/var/run/argoexec-kubelet-ca";
-const KUBELET_CA_VOLUME: &str = "argoexec-kubelet-ca";
-
-/// Write the node's kubelet CA bundle for the pod (given to it by configuration, as a
-/// cluster admin would with a ConfigMap).
-fn write_kubelet_ca(server: &argoexec_node_server::NodeServer, pod: &str) -> anyhow::Result<PathBuf> {
-    let dir = std::env::temp_dir().join(format!("argoexec-kubelet-ca-{pod}"));
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    std::fs::write(dir.join("ca.crt"), server.kubelet_ca_pem())
-        .with_context(|| format!("cannot write {}", dir.display()))?;
-    Ok(dir)
 }
 
 fn usage_error(args: &Args, e: &anyhow::Error) -> i32 {

@@ -1,0 +1,125 @@
+//! Host directories a run mounts into its pod: the local artifact repository (in init and
+//! wait; its key directory handed to a non-root wait user), and a self-signed kubelet's CA
+//! bundle for wait.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use argoexec_node::NodeConfig;
+use k8s_openapi::api::core::v1::{HostPathVolumeSource, Pod, Volume, VolumeMount};
+
+use super::REPO_MOUNT;
+
+const REPO_VOLUME: &str = "argoexec-artifacts";
+
+/// A non-root wait container (its or the pod's `runAsUser`, else its image's numeric `USER`,
+/// as in the `-nonroot` executor image) writes its outputs under the key directory of the
+/// local repository: create it and hand it to that user, as a bucket policy would, instead of
+/// making the repository world-writable.
+pub async fn give_key_dir_to_wait(docker_socket: &Path, pod: &Pod, dir: &Path) -> anyhow::Result<()> {
+    let Some(spec) = pod.spec.as_ref() else {
+        return Ok(());
+    };
+    let wait = spec.containers.iter().find(|c| c.name == "wait");
+    let sc = wait.and_then(|c| c.security_context.as_ref());
+    let psc = spec.security_context.as_ref();
+    let uid = sc
+        .and_then(|s| s.run_as_user)
+        .or_else(|| psc.and_then(|s| s.run_as_user));
+    let mut gid = sc
+        .and_then(|s| s.run_as_group)
+        .or_else(|| psc.and_then(|s| s.run_as_group));
+    let uid = match (uid, wait.and_then(|c| c.image.as_deref())) {
+        (Some(u), _) => Some(u),
+        (None, Some(image)) => {
+            let node = NodeConfig {
+                docker_socket: docker_socket.to_path_buf(),
+                ..NodeConfig::default()
+            };
+            let user = argoexec_node::LocalNode::connect(node)
+                .await?
+                .image_user(image)
+                .await?;
+            let (u, g) = numeric_user(&user);
+            gid = gid.or(g);
+            u
+        }
+        (None, None) => None,
+    };
+    let Some(uid) = uid.filter(|u| *u != 0) else {
+        return Ok(());
+    };
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let id = |v: i64| u32::try_from(v).ok();
+    nix::unistd::chown(
+        dir,
+        id(uid).map(nix::unistd::Uid::from_raw),
+        gid.and_then(id).map(nix::unistd::Gid::from_raw),
+    )
+    .with_context(|| format!("cannot give {} to UID {uid} (the pod's wait user)", dir.display()))?;
+    Ok(())
+}
+
+/// An image's `USER` as numbers (`8737`, `8737:0`); a name (resolved in the image's own
+/// `/etc/passwd`) or nothing gives `None`.
+fn numeric_user(user: &str) -> (Option<i64>, Option<i64>) {
+    let (u, g) = user.split_once(':').unwrap_or((user, ""));
+    (u.parse().ok(), g.parse().ok())
+}
+
+/// Mount the host repository into init and wait.
+pub fn attach_repository(pod: &mut Pod, repo: &Path) {
+    attach_host_dir(pod, REPO_VOLUME, repo, REPO_MOUNT, &["init", "wait"]);
+}
+
+/// Mount the host directory `dir` at `mount` in the named containers.
+pub fn attach_host_dir(pod: &mut Pod, volume: &str, dir: &Path, mount: &str, containers: &[&str]) {
+    let Some(spec) = pod.spec.as_mut() else { return };
+    spec.volumes.get_or_insert_with(Vec::new).push(Volume {
+        name: volume.into(),
+        host_path: Some(HostPathVolumeSource {
+            path: dir.display().to_string(),
+            type_: Some("DirectoryOrCreate".into()),
+        }),
+        ..Default::default()
+    });
+    let m = VolumeMount {
+        name: volume.into(),
+        mount_path: mount.into(),
+        read_only: Some(true).filter(|_| volume != REPO_VOLUME),
+        ..Default::default()
+    };
+    for c in spec
+        .init_containers
+        .iter_mut()
+        .flatten()
+        .chain(spec.containers.iter_mut())
+    {
+        if containers.contains(&c.name.as_str()) {
+            c.volume_mounts.get_or_insert_with(Vec::new).push(m.clone());
+        }
+    }
+}
+
+/// Removes a directory on drop.
+pub struct RemoveDir(pub PathBuf);
+
+impl Drop for RemoveDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Where the wait container finds a self-signed kubelet's CA bundle (`kubeletCAFile`).
+pub const KUBELET_CA_MOUNT: &str = "/var/run/argoexec-kubelet-ca";
+pub const KUBELET_CA_VOLUME: &str = "argoexec-kubelet-ca";
+
+/// Write the node's kubelet CA bundle for the pod (given to it by configuration, as a
+/// cluster admin would with a ConfigMap).
+pub fn write_kubelet_ca(server: &argoexec_node_server::NodeServer, pod: &str) -> anyhow::Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!("argoexec-kubelet-ca-{pod}"));
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    std::fs::write(dir.join("ca.crt"), server.kubelet_ca_pem())
+        .with_context(|| format!("cannot write {}", dir.display()))?;
+    Ok(dir)
+}
