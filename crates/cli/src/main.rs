@@ -44,6 +44,9 @@ enum Command {
     Emissary(commands::emissary::Args),
     /// Send a signal to a process: `argoexec kill SIGNUM PID`.
     Kill(commands::kill::Args),
+    /// Resource templates: get, create, apply, delete, replace or patch the manifest, wait
+    /// for its conditions, report its output parameters.
+    Resource(commands::resource::Args),
     /// Move an artifact by hand: put, get, ls or rm at an Argo artifact location.
     Artifact(commands::artifact::Args),
     /// The local node's pause container: hold the pod's namespaces, reap orphans.
@@ -79,6 +82,11 @@ fn main() {
             commands::emissary::run(a)
         }
         Command::Kill(a) => commands::kill::run(a),
+        Command::Resource(a) => {
+            log();
+            starting();
+            commands::resource::run(a)
+        }
         Command::Artifact(a) => {
             log();
             commands::artifact::run(a)

@@ -6,6 +6,7 @@ pub mod emissary;
 pub mod init;
 pub mod kill;
 pub mod local;
+pub mod resource;
 pub mod wait;
 
 use argoexec_core::PodPaths;
