@@ -240,5 +240,9 @@ if ! kc "$work/n.out" "$work/n.err" get pod "$pod_main" -n "$NS" &&
   pass "get deleted pod is NotFound"; else
   fail "get deleted pod: expected NotFound" "$(show "$work/n.out")" "$(show "$work/n.err")"; fi
 
+# ConfigMaps, Services, Deployments, Jobs, CRDs and custom resources: apply and patch.
+# shellcheck source=tests/conformance/kubectl-objects.sh
+. "$(dirname "${BASH_SOURCE[0]}")/kubectl-objects.sh"
+
 echo "[$tag] $passed passed, $failed failed, $skipped skipped"
 [ "$failed" = 0 ]

@@ -46,6 +46,9 @@ pub struct ResourceType {
     pub generation: bool,
     /// The verbs discovery lists.
     pub verbs: Vec<&'static str>,
+    /// A DELETE answers with the deleted object (Services, ServiceAccounts), not a
+    /// `Status`, as the API server's storage for them does.
+    pub delete_returns_object: bool,
     /// The CustomResourceDefinition that defined it (`<plural>.<group>`); `None` for the
     /// types the node predefines, which are never replaced or removed.
     pub crd: Option<String>,
@@ -188,6 +191,7 @@ fn builtin(x: &Builtin) -> ResourceType {
         built_in: !custom,
         generation: x.generation || custom,
         verbs,
+        delete_returns_object: matches!(x.plural, "services" | "serviceaccounts"),
         crd: None,
     }
 }
@@ -329,6 +333,7 @@ mod tests {
             built_in: false,
             generation: true,
             verbs: ALL_VERBS.to_vec(),
+            delete_returns_object: false,
             crd: Some(format!("{plural}.{group}")),
         }
     }

@@ -130,6 +130,7 @@ pub(crate) fn type_of(crd: &Value) -> Option<ResourceType> {
         built_in: false,
         generation: true,
         verbs: ALL_VERBS.to_vec(),
+        delete_returns_object: false,
         crd: crd["metadata"]["name"].as_str().map(str::to_string),
     })
 }

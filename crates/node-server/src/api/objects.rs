@@ -301,6 +301,9 @@ fn delete(api: &Arc<Api>, kind: &Kind, rules: &Rules, ns: &str, name: &str) -> R
         .delete(kind, ns, name)
         .ok_or_else(|| ApiError::not_found(res, name))?;
     (rules.after_delete)(api, &o);
+    if kind.delete_returns_object {
+        return Ok(json_resp(200, &o));
+    }
     let mut details = res.details(name);
     details["uid"] = o["metadata"]["uid"].clone();
     Ok(json_resp(
