@@ -2,10 +2,13 @@
 //! every executor backend (and any Kubernetes client) can run against pods on Docker.
 //!
 //! - [`NodeServer`] starts both endpoints on loopback with generated certificates.
-//! - The API endpoint serves pods (create/get/list/watch/patch/delete, `log`, `exec`),
-//!   `argoproj.io/v1alpha1` `workflowtaskresults`, `configmaps` and `secrets` (read by the
-//!   pods' volumes and env), discovery, TokenRequest and
-//!   SelfSubjectAccessReview, with bearer-token authentication and RBAC from YAML.
+//! - The API endpoint serves pods (create/get/list/watch/patch/delete, `log`, `exec`) and
+//!   stores any object of the types in its [`registry`]: ConfigMaps and Secrets (read by
+//!   the pods' volumes and env), Services, ServiceAccounts, Events, Jobs, Deployments,
+//!   `argoproj.io/v1alpha1` `workflowtaskresults`, CustomResourceDefinitions and the custom
+//!   resources they define; with every patch type ([`patch`]), the status subresource
+//!   ([`subresource`]), discovery, TokenRequest and SelfSubjectAccessReview, bearer-token
+//!   authentication and RBAC from YAML.
 //! - The kubelet endpoint serves `/pods`, `/containerLogs`, `/exec` and `/healthz` with the
 //!   kubelet's webhook authn/authz behaviour.
 //!
