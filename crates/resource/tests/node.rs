@@ -466,3 +466,179 @@ async fn refusals_come_before_anything_is_created() {
             .contains("forbidden")
     );
 }
+
+const CRD: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget, shortNames: [wd]}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+"#;
+
+const WIDGET_RBAC: &str = r#"
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: widgets, namespace: default}
+rules:
+- {apiGroups: ["example.com"], resources: ["widgets"], verbs: ["get", "create", "patch"]}
+- {apiGroups: ["argoproj.io"], resources: ["workflowtaskresults"], verbs: ["create", "patch"]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: widgets, namespace: default}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: widgets}
+subjects: [{kind: ServiceAccount, name: no-watch, namespace: default}]
+"#;
+
+const WIDGET: &str = "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w1}\nspec: {size: 2}\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn custom_resources_polling_without_watch_and_server_side_apply() {
+    if skip() {
+        return;
+    }
+    let n = std::sync::Arc::new(node("crd").await);
+    n.server.rbac().load_str(WIDGET_RBAC, "widgets").unwrap();
+    let admin_dir = n.dir.path().join("sa-admin");
+    std::fs::create_dir_all(&admin_dir).unwrap();
+    std::fs::write(admin_dir.join("token"), n.server.admin_token()).unwrap();
+    std::fs::write(admin_dir.join("ca.crt"), n.server.ca_pem()).unwrap();
+    let admin_config = InClusterConfig {
+        server: n.server.api_url(),
+        service_account_dir: admin_dir,
+    };
+    let (admin, _) = admin_config.connect().unwrap();
+    let crd: kube::api::DynamicObject = serde_saphyr::from_str(CRD).unwrap();
+    let crds: Api<kube::api::DynamicObject> = Api::all_with(
+        admin.clone(),
+        &kube::discovery::ApiResource::from_gvk_with_plural(
+            &kube::core::GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
+            "customresourcedefinitions",
+        ),
+    );
+    crds.create(&Default::default(), &crd).await.unwrap();
+    let widgets: Api<kube::api::DynamicObject> = Api::namespaced_with(
+        admin.clone(),
+        "default",
+        &kube::discovery::ApiResource::from_gvk_with_plural(
+            &kube::core::GroupVersionKind::gvk("example.com", "v1", "Widget"),
+            "widgets",
+        ),
+    );
+
+    // The step may get but not watch: it polls at the interval (100 ms here).
+    let n2 = n.clone();
+    let waiting = ResourceTemplate {
+        success_condition: Some("status.phase == Ready".into()),
+        ..res(WIDGET)
+    };
+    let step = tokio::spawn(async move {
+        n2.step(
+            "no-watch",
+            "c1",
+            "create",
+            waiting,
+            vec![out("size", Some("{.spec.size}"), None)],
+        )
+        .await
+    });
+    let wp = WatchParams::default().fields("metadata.name=w1");
+    let mut events = widgets.watch(&wp, "0").await.unwrap().boxed();
+    while let Some(ev) = events.try_next().await.unwrap() {
+        if matches!(ev, WatchEvent::Added(_)) {
+            break;
+        }
+    }
+    widgets
+        .patch(
+            "w1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"phase": "Ready"}})),
+        )
+        .await
+        .unwrap();
+    let got = tokio::time::timeout(Duration::from_secs(30), step)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(values(&got), [("size", "2")]);
+
+    // A strategic merge patch of a custom resource is refused, naming the way out.
+    let strategic = res("apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w1}\nspec: {size: 3}\n");
+    let e = n
+        .step("no-watch", "c2", "patch", strategic.clone(), vec![])
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("use mergeStrategy merge or json"), "{e}");
+    let merge = ResourceTemplate {
+        merge_strategy: Some("merge".into()),
+        ..strategic
+    };
+    let got = n
+        .step(
+            "no-watch",
+            "c3",
+            "patch",
+            merge,
+            vec![out("size", None, Some(".spec.size"))],
+        )
+        .await
+        .unwrap();
+    assert_eq!(values(&got), [("size", "3")]);
+
+    // Server-side apply with the argoexec field manager; flags name the short name.
+    let ssa = ResourceTemplate {
+        flags: vec!["--server-side".into(), "--force-conflicts".into()],
+        ..res("apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w2}\nspec: {size: 5}\n")
+    };
+    // A service account without rules on widgets is refused by the API server.
+    let e = n
+        .step("nobody", "c4", "apply", ssa.clone(), vec![])
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("forbidden"), "{e}");
+    let (client, _) = admin_config.connect().unwrap();
+    let step = Step {
+        action: "apply".into(),
+        template: Template {
+            resource: Some(ssa),
+            ..Default::default()
+        },
+        manifest_path: n.dir.path().join("ssa.yaml"),
+        namespace: "default".into(),
+        check_interval: Duration::from_millis(100),
+    };
+    argoexec_resource::execute(&client, &step).await.unwrap();
+    let w2 = widgets.get("w2").await.unwrap();
+    let managers: Vec<String> = w2
+        .metadata
+        .managed_fields
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|m| m.manager)
+        .collect();
+    assert!(managers.iter().any(|m| m == "argoexec"), "{managers:?}");
+    let get_by_short_name = ResourceTemplate {
+        flags: vec!["wd".into(), "w2".into()],
+        ..Default::default()
+    };
+    let got = n
+        .step(
+            "no-watch",
+            "c5",
+            "get",
+            get_by_short_name,
+            vec![out("size", Some("{.spec.size}"), None)],
+        )
+        .await;
+    assert_eq!(values(&got.unwrap()), [("size", "5")]);
+}
