@@ -108,7 +108,7 @@ pub async fn execute(client: &Client, step: &Step) -> Result<Outputs, ResourceEr
             }
         };
         let obj = named(obj, result.as_ref());
-        tracing::info!(namespace = ?obj.namespace, resource = %obj.argo_name(), "Resource {}", action.past());
+        tracing::info!(namespace = ?obj.namespace, resource = %obj.argo_name(), action = action.past(), "resource acted on");
         done.push(format!("{} {}", action.past(), obj.describe()));
         last = Some((obj, result));
     }

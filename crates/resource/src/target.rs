@@ -176,3 +176,45 @@ pub async fn for_type(client: &Client, word: &str) -> Result<Target, ResourceErr
     }
     Err(ResourceError::UnknownType(word.to_string()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target(group: &str, kind: &str, plural: &str, namespaced: bool) -> Target {
+        Target {
+            resource: ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, "v1", kind), plural),
+            namespaced,
+        }
+    }
+
+    #[test]
+    fn builtin_paths_and_argo_names() {
+        let cm = target("", "ConfigMap", "configmaps", true);
+        assert!(cm.is_builtin());
+        assert!(target("apps", "Deployment", "deployments", true).is_builtin());
+        assert!(target("networking.k8s.io", "Ingress", "ingresses", true).is_builtin());
+        assert!(!target("argoproj.io", "Workflow", "workflows", true).is_builtin());
+        assert_eq!(cm.collection_path(Some("ns")), "/api/v1/namespaces/ns/configmaps");
+        let ns = target("", "Namespace", "namespaces", false);
+        assert_eq!(ns.collection_path(Some("ignored")), "/api/v1/namespaces");
+        let wf = target("argoproj.io", "Workflow", "workflows", true);
+        assert_eq!(
+            wf.collection_path(Some("a")),
+            "/apis/argoproj.io/v1/namespaces/a/workflows"
+        );
+        let obj = ObjectRef {
+            target: cm,
+            namespace: Some("argo".into()),
+            name: "x".into(),
+        };
+        assert_eq!(obj.argo_name(), "configmap./x");
+        assert_eq!(obj.describe(), "configmap./x in namespace argo");
+        let obj = ObjectRef {
+            target: wf,
+            namespace: None,
+            name: "w".into(),
+        };
+        assert_eq!(obj.argo_name(), "workflow.argoproj.io/w");
+    }
+}
