@@ -296,6 +296,31 @@ async fn delete_by_selector_and_several_documents() {
         .await
         .unwrap_err();
     assert!(matches!(e, ResourceError::SeveralObjects { count: 2 }), "{e}");
+    // `get` waits too: a condition already met returns at once (Argo's k8s-wait-wf shape).
+    let ready = ResourceTemplate {
+        success_condition: Some("data.b == two".into()),
+        ..res(&CM.replace("cm1", "cm2"))
+    };
+    let got = n
+        .step("step", "g", "get", ready, vec![out("b", Some("{.data.b}"), None)])
+        .await
+        .unwrap();
+    assert_eq!(values(&got), [("b", "two")]);
+    // A failure part-way names what was already done.
+    let three = format!("{}---\n{CM}", CM.replace("cm1", "cm3"));
+    let e = n
+        .step("step", "c3", "create", res(&three), vec![])
+        .await
+        .unwrap_err();
+    let s = e.to_string();
+    assert!(matches!(e, ResourceError::Partial { .. }), "{s}");
+    assert!(
+        s.starts_with(
+            "1 already done (created configmap./cm3 in namespace default); then: create configmap./cm1"
+        ),
+        "{s}"
+    );
+    n.admin().delete("cm3", &Default::default()).await.unwrap();
     let by_label = ResourceTemplate {
         flags: vec!["configmaps".into(), "--selector".into(), "app=demo".into()],
         ..Default::default()
