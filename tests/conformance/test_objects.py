@@ -170,3 +170,25 @@ def test_size_limits(core):
     _, st = expect_api_error(500, core.create_namespaced_service, NAMESPACE, {
         "metadata": {"name": name, "annotations": {"x": "y" * (1600 * 1024)}}, "spec": {}})
     assert st["message"] == "etcdserver: request is too large", st
+
+
+@pytest.mark.parametrize("fmt", ["v2", "v2beta1"])
+def test_aggregated_discovery_lists_the_crd(api_client, crd, fmt):
+    """kubectl ≥ 1.26 reads only /api and /apis when they answer in the aggregated format."""
+    accept = f"application/json;g=apidiscovery.k8s.io;v={fmt};as=APIGroupDiscoveryList,application/json"
+    r = raw(api_client, "GET", "/apis", headers={"Accept": accept})
+    assert r.status == 200
+    assert r.getheader("Content-Type") == (
+        f"application/json;g=apidiscovery.k8s.io;v={fmt};as=APIGroupDiscoveryList")
+    doc = json.loads(r.data)
+    assert (doc["kind"], doc["apiVersion"]) == ("APIGroupDiscoveryList", f"apidiscovery.k8s.io/{fmt}")
+    group = next(i for i in doc["items"] if i["metadata"].get("name") == crd)
+    res = group["versions"][0]["resources"][0]
+    assert (res["resource"], res["scope"], res["singularResource"], res["responseKind"]["kind"],
+            res["subresources"][0]["subresource"]) == ("gizmos", "Namespaced", "gizmo", "Gizmo",
+                                                        "status"), res
+    core = json.loads(raw(api_client, "GET", "/api", headers={"Accept": accept}).data)
+    names = {x["resource"] for x in core["items"][0]["versions"][0]["resources"]}
+    assert {"pods", "configmaps", "secrets", "services", "serviceaccounts", "events"} <= names
+    legacy = raw(api_client, "GET", "/apis", headers={"Accept": "application/json"})
+    assert json.loads(legacy.data)["kind"] == "APIGroupList"

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::{Api, Target, objects};
+use super::{Api, Target, aggregated, objects};
 use crate::auth::{Attributes, Decision, Subject};
 use crate::http::{Req, Resp, full, json as json_resp};
 use crate::registry::ResourceType;
@@ -110,7 +110,11 @@ fn api_groups(api: &Api) -> Vec<(String, Vec<String>)> {
 
 /// Answer a non-resource path (`accept`: the request's `Accept`).
 pub(super) fn non_resource(api: &Arc<Api>, path: &str, accept: &str) -> Result<Resp, ApiError> {
-    let _ = accept;
+    if let (Some(version), "/api" | "/apis") = (aggregated::wanted(accept), path) {
+        let doc = aggregated::document(api, path == "/api", &api_groups(api), version);
+        let body = serde_json::to_vec(&doc).unwrap_or_default();
+        return Ok(full(200, &aggregated::media_type(version), body));
+    }
     let v = match path {
         "/api" => json!({"kind": "APIVersions", "versions": ["v1"],
             "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": format!("127.0.0.1:{}", api.api_port)}]}),

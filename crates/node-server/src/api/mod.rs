@@ -4,6 +4,7 @@
 //! by a CustomResourceDefinition) to the generic one, then discovery and the node's own
 //! debug paths.
 
+mod aggregated;
 mod crd;
 mod discovery;
 mod objects;
