@@ -29,7 +29,7 @@ pub(crate) fn log_opts(ctx: &BuildCtx<'_>) -> Vec<String> {
 }
 
 /// An executor-image container running `argoexec <sub>`.
-fn executor_container(ctx: &BuildCtx<'_>, name: &str, sub: &str, init: bool) -> core::Container {
+pub(crate) fn executor_container(ctx: &BuildCtx<'_>, name: &str, sub: &str, init: bool) -> core::Container {
     let mut command = vec!["argoexec".to_string(), sub.to_string()];
     command.extend(log_opts(ctx));
     let mut e = executor_env(ctx);

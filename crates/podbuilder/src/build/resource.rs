@@ -23,8 +23,7 @@ use argoexec_core::template::{MAIN, ResourceTemplate};
 use k8s_openapi::api::core::v1 as core;
 use serde_json::{Value, json};
 
-use super::containers::log_opts;
-use super::env::{container_env, executor_env};
+use super::containers::executor_container;
 use super::{BuildCtx, BuildError, WorkflowMeta, workflow_owner};
 
 /// The actions Argo accepts (`validate.go`).
@@ -110,23 +109,13 @@ pub(crate) fn needs_wait(ctx: &BuildCtx<'_>) -> bool {
 
 /// The `main` container of a resource template.
 pub(crate) fn main(ctx: &BuildCtx<'_>, r: &ResourceTemplate) -> core::Container {
-    let mut command = vec!["argoexec".to_string(), "resource".to_string(), r.action.clone()];
-    command.extend(log_opts(ctx));
-    let mut e = executor_env(ctx);
-    e.extend(container_env(ctx, MAIN, false));
-    core::Container {
-        name: MAIN.into(),
-        image: Some(ctx.exec_image.clone()),
-        image_pull_policy: ctx.exec_tpl.image_pull_policy.clone(),
-        command: Some(command),
-        args: ctx.exec_tpl.args.clone().filter(|a| !a.is_empty()),
-        env: Some(e),
-        resources: ctx.exec_tpl.resources.clone(),
-        security_context: ctx.exec_tpl.security_context.clone(),
-        // `manifestFrom.artifact`: the input artifact at its path, as any main sees it.
-        volume_mounts: Some(super::volumes::input_mounts(ctx.template)),
-        ..Default::default()
+    let mut c = executor_container(ctx, MAIN, "resource", false);
+    if let Some(cmd) = c.command.as_mut() {
+        cmd.insert(2, r.action.clone());
     }
+    // `manifestFrom.artifact`: the input artifact at its path, as any main sees it.
+    c.volume_mounts = Some(super::volumes::input_mounts(ctx.template));
+    c
 }
 
 /// Lock the executor-image containers of a resource pod down, as `newExecContainer` does
