@@ -47,7 +47,8 @@ enum Command {
     /// Resource templates: get, create, apply, delete, replace or patch the manifest, wait
     /// for its conditions, report its output parameters.
     Resource(commands::resource::Args),
-    /// Move an artifact by hand: put, get, ls or rm at an Argo artifact location.
+    /// Move an artifact by hand (put, get, ls or rm at an Argo artifact location), or
+    /// `artifact delete`: the artifact-GC pod's main.
     Artifact(commands::artifact::Args),
     /// The local node's pause container: hold the pod's namespaces, reap orphans.
     #[command(hide = true)]
@@ -89,6 +90,9 @@ fn main() {
         }
         Command::Artifact(a) => {
             log();
+            if a.action == commands::artifact::Action::Delete {
+                starting();
+            }
             commands::artifact::run(a)
         }
         Command::Version => {

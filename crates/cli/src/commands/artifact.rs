@@ -1,5 +1,7 @@
 //! `argoexec artifact put|get|ls|rm LOCATION PATH`: the artifact drivers by hand, for
-//! debugging a repository configuration and for the transfer benchmarks. `LOCATION` is an
+//! debugging a repository configuration and for the transfer benchmarks; and
+//! `argoexec artifact delete`, the main container of Argo's artifact-GC pods
+//! ([`argoexec_artifact_gc`], no LOCATION: the tasks say what to delete). `LOCATION` is an
 //! Argo artifact location as JSON or YAML (`{s3: {endpoint: …, bucket: …, key: …}}`); its
 //! secrets are read from `/argo/secret` as in a pod (`ARGOEXEC_PATH_ROOT` re-roots it), or,
 //! for S3 without secrets, the environment's `AWS_*` chain is used. Transfer settings come
@@ -11,7 +13,9 @@ use std::time::Instant;
 
 use anyhow::Context;
 use argoexec_artifacts::{AnyDriver, ArtifactDriver, Opened, Settings};
+use argoexec_core::PodPaths;
 use argoexec_core::template::ArtifactLocation;
+use argoexec_report::InClusterConfig;
 
 /// What to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -24,6 +28,9 @@ pub enum Action {
     Ls,
     /// Delete the artifact.
     Rm,
+    /// Artifact GC (Argo's GC pod): delete what this pod's WorkflowArtifactGCTasks name and
+    /// write their status. Takes no LOCATION.
+    Delete,
 }
 
 /// How `put` sends a directory.
@@ -38,11 +45,11 @@ pub enum Archive {
 /// Arguments of `argoexec artifact`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// put, get, ls or rm.
+    /// put, get, ls, rm, or delete (artifact GC).
     #[arg(value_enum)]
     pub action: Action,
-    /// The location (JSON or YAML).
-    pub location: String,
+    /// The location (JSON or YAML); not for delete.
+    pub location: Option<String>,
     /// The local path (put, get).
     pub path: Option<PathBuf>,
     /// How `put` sends a directory.
@@ -54,10 +61,16 @@ pub struct Args {
     /// `get`: extract a tarball into PATH while downloading.
     #[arg(long)]
     pub extract: bool,
+    /// `delete`: artifacts deleted at once.
+    #[arg(long, default_value_t = argoexec_artifact_gc::DEFAULT_PARALLELISM)]
+    pub parallelism: usize,
 }
 
 /// Run; 0 on success, 64 with a message otherwise.
 pub fn run(args: Args) -> i32 {
+    if args.action == Action::Delete {
+        return gc(&args);
+    }
     let result = super::runtime().and_then(|rt| rt.block_on(execute(&args)));
     match result {
         Ok(()) => 0,
@@ -69,8 +82,9 @@ pub fn run(args: Args) -> i32 {
 }
 
 async fn execute(args: &Args) -> anyhow::Result<()> {
+    let text = args.location.as_deref().context("LOCATION is required")?;
     let loc: ArtifactLocation =
-        serde_saphyr::from_str(&args.location).context("LOCATION is not an artifact location")?;
+        serde_saphyr::from_str(text).context("LOCATION is not an artifact location")?;
     let settings = Arc::new(Settings::from_env()?);
     let driver = AnyDriver::for_location(&loc, &settings)?;
     let path = || args.path.clone().context("PATH is required");
@@ -129,6 +143,7 @@ async fn execute(args: &Args) -> anyhow::Result<()> {
             driver.delete().await?;
             0
         }
+        Action::Delete => unreachable!("artifact delete is handled by gc()"),
     };
     let rss = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_SELF)
         .map(|u| u.max_rss())
@@ -136,6 +151,66 @@ async fn execute(args: &Args) -> anyhow::Result<()> {
     println!(
         "{}",
         serde_json::json!({"bytes": bytes, "seconds": start.elapsed().as_secs_f64(), "peak_rss_kib": rss})
+    );
+    Ok(())
+}
+
+/// `argoexec artifact delete`: 0 when every artifact was attempted and every status written
+/// (failed deletes are in the statuses, as Argo); 64 with the termination message when the
+/// API fails or is not configured.
+fn gc(args: &Args) -> i32 {
+    let paths = PodPaths::from_env();
+    match gc_execute(&paths, args) {
+        Ok(()) => 0,
+        Err(e) => super::fail(&paths, &e),
+    }
+}
+
+fn gc_execute(paths: &PodPaths, args: &Args) -> anyhow::Result<()> {
+    use argoexec_core::artifact_gc::GC_POD_ENV;
+    if args.location.is_some() || args.path.is_some() {
+        anyhow::bail!(
+            "artifact delete takes no LOCATION or PATH (the WorkflowArtifactGCTasks name the artifacts; use `rm LOCATION` for one)"
+        );
+    }
+    let get = |k: &str| std::env::var(k).ok();
+    let config = InClusterConfig::from_env(paths)
+        .context("bad in-cluster API configuration")?
+        .context(
+            "artifact delete needs the API server: KUBERNETES_SERVICE_HOST and a service-account token",
+        )?;
+    let Some(label) = get(GC_POD_ENV).filter(|v| !v.trim().is_empty()) else {
+        // Argo's command does nothing without it either.
+        tracing::warn!(
+            env = GC_POD_ENV,
+            "not set: no artifact GC tasks to select, nothing to do"
+        );
+        return Ok(());
+    };
+    let namespace = get("POD_NAMESPACE")
+        .filter(|n| !n.trim().is_empty())
+        .or_else(|| argoexec_core::env::resolve_namespace(paths, get))
+        .unwrap_or_else(|| "default".into());
+    let settings = Settings {
+        paths: paths.clone(),
+        ..Settings::from_env().context("bad artifact transfer settings")?
+    };
+    let opts = argoexec_artifact_gc::Options {
+        namespace,
+        label: label.trim().to_string(),
+        settings: Arc::new(settings),
+        parallelism: args.parallelism,
+    };
+    let rt = super::runtime()?;
+    let summary = rt.block_on(async {
+        let (client, _token) = config.connect().context("cannot connect to the API server")?;
+        anyhow::Ok(argoexec_artifact_gc::run(&client, &opts).await?)
+    })?;
+    tracing::info!(
+        tasks = summary.tasks,
+        deleted = summary.deleted,
+        failed = summary.failed,
+        "artifacts deleted"
     );
     Ok(())
 }

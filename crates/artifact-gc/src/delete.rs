@@ -1,0 +1,220 @@
+//! One artifact's deletion, and the retries around it and around the API calls.
+//!
+//! Argo wraps each `Delete` in `waitutil.Backoff(retry.DefaultRetry)`: 5 attempts, waits of
+//! 10, 20, 40 and 80 ms. Argo retries every error; here only failures another attempt may
+//! fix are retried (a remote failure left after the driver's own retries, a local I/O
+//! error) — a refused credential, a missing secret or a location without a driver answer
+//! the same 150 ms later. The API calls (list, status patch) are retried on 429, 5xx and
+//! connection failures, 4 attempts (client-go's `DefaultBackoff`, as the resource step).
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use argoexec_artifacts::{AnyDriver, ArtifactDriver, ArtifactError, Settings};
+use argoexec_core::artifact_gc::ArtifactResult;
+use argoexec_core::template::{Artifact, ArtifactLocation, RelocateError};
+
+/// Attempts per delete (Argo's `RETRY_BACKOFF_STEPS` default).
+pub const DELETE_STEPS: u32 = 5;
+/// The first wait between delete attempts; each next one doubles.
+pub const DELETE_FIRST_WAIT: Duration = Duration::from_millis(10);
+
+/// Why one artifact could not be deleted (the text goes into its status entry).
+#[derive(Debug, thiserror::Error)]
+pub enum DeleteError {
+    /// The artifact's location could not be completed from the archive location.
+    #[error("cannot relocate artifact onto the archive location")]
+    Relocate(#[source] RelocateError),
+    /// Plugin artifacts need the plugin's sidecar (not supported yet).
+    #[error("artifact plugins ({plugin}) are not supported by argoexec-rs yet; the artifact was not deleted")]
+    Plugin {
+        /// The plugin's name, when the location names one.
+        plugin: String,
+    },
+    /// Building the driver or deleting failed.
+    #[error(transparent)]
+    Driver(#[from] ArtifactError),
+}
+
+/// Delete `art` (relocated onto `archive` when it is key-only); absent is success.
+pub async fn delete(
+    name: &str,
+    art: &Artifact,
+    archive: Option<&ArtifactLocation>,
+    settings: &Arc<Settings>,
+) -> ArtifactResult {
+    match try_delete(art, archive, settings).await {
+        Ok(()) => {
+            tracing::info!(artifact = name, "artifact deleted");
+            ArtifactResult {
+                name: name.to_string(),
+                success: true,
+                error: None,
+            }
+        }
+        Err(e) => {
+            let text = chain(&e);
+            tracing::warn!(artifact = name, error = %text, "artifact not deleted");
+            ArtifactResult {
+                name: name.to_string(),
+                success: false,
+                error: Some(text),
+            }
+        }
+    }
+}
+
+async fn try_delete(
+    art: &Artifact,
+    archive: Option<&ArtifactLocation>,
+    settings: &Arc<Settings>,
+) -> Result<(), DeleteError> {
+    let loc = art.location.relocate(archive).map_err(DeleteError::Relocate)?;
+    if let Some(plugin) = loc.extra.get("plugin") {
+        let plugin = plugin.get("name").and_then(|n| n.as_str()).unwrap_or("unnamed");
+        return Err(DeleteError::Plugin {
+            plugin: plugin.to_string(),
+        });
+    }
+    let driver = AnyDriver::for_location(&loc, settings)?;
+    let mut wait = DELETE_FIRST_WAIT;
+    let mut attempt = 1;
+    loop {
+        match driver.delete().await {
+            Ok(()) => return Ok(()),
+            Err(e) if e.is_not_found() => return Ok(()),
+            Err(e) if attempt < DELETE_STEPS && may_pass(&e) => {
+                tracing::debug!(error = %e, attempt, "delete failed, retrying");
+                tokio::time::sleep(wait).await;
+                wait *= 2;
+                attempt += 1;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// Whether another delete attempt may succeed.
+pub fn may_pass(e: &ArtifactError) -> bool {
+    matches!(e, ArtifactError::Remote { .. } | ArtifactError::Io { .. })
+}
+
+/// The error and its sources, joined with ": " (what the controller shows the user).
+pub fn chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        let t = c.to_string();
+        if !text.contains(&t) {
+            text.push_str(": ");
+            text.push_str(&t);
+        }
+        cur = c.source();
+    }
+    text
+}
+
+/// Run an API call up to 4 times while it fails transiently (429, 5xx, no answer).
+///
+/// # Errors
+/// The last error.
+pub async fn api_retry<T, F, Fut>(mut op: F) -> Result<T, kube::Error>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, kube::Error>>,
+{
+    let mut wait = Duration::from_millis(10);
+    let mut attempt = 1;
+    loop {
+        match op().await {
+            Ok(v) => return Ok(v),
+            Err(e) if attempt < 4 && transient(&e) => {
+                tracing::warn!(error = %e, attempt, "transient API failure, retrying");
+                tokio::time::sleep(wait).await;
+                wait *= 5;
+                attempt += 1;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+fn transient(e: &kube::Error) -> bool {
+    match e {
+        kube::Error::Api(s) => matches!(s.code, 429 | 500 | 502 | 503 | 504),
+        kube::Error::HyperError(_) | kube::Error::Service(_) => true,
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings() -> Arc<Settings> {
+        Arc::new(Settings::default())
+    }
+
+    fn artifact(v: serde_json::Value) -> Artifact {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[tokio::test]
+    async fn local_file_deleted_and_absent_is_success() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("out.tgz");
+        std::fs::write(&f, "x").unwrap();
+        let art = artifact(serde_json::json!({"name": "out", "local": {"path": f}}));
+        let r = delete("out", &art, None, &settings()).await;
+        assert!(r.success && r.error.is_none(), "{r:?}");
+        assert!(!f.exists());
+        let again = delete("out", &art, None, &settings()).await;
+        assert!(again.success, "absent is success: {again:?}");
+    }
+
+    #[tokio::test]
+    async fn key_only_artifact_is_relocated_onto_the_archive_location() {
+        let d = tempfile::tempdir().unwrap();
+        let target = d.path().join("repo/wf/n1/out.tgz");
+        std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+        std::fs::write(&target, "x").unwrap();
+        // A local archive location's key is its path: the S3 key-only artifact lands on the
+        // archive's kind with its key.
+        let archive: ArtifactLocation =
+            serde_json::from_value(serde_json::json!({"local": {"path": d.path().join("repo")}})).unwrap();
+        let key_only = artifact(serde_json::json!({"name": "o", "s3": {"key": target}}));
+        let r = delete("o", &key_only, Some(&archive), &settings()).await;
+        assert!(r.success, "{r:?}");
+        assert!(!target.exists());
+    }
+
+    #[tokio::test]
+    async fn plugin_and_relocation_failures_are_per_artifact_errors() {
+        let plugin = artifact(
+            serde_json::json!({"name": "p", "plugin": {"name": "my-plugin", "configuration": "{}", "key": "k"}}),
+        );
+        let r = delete("p", &plugin, None, &settings()).await;
+        assert!(!r.success);
+        assert!(r.error.as_deref().unwrap().contains("my-plugin"), "{r:?}");
+        let key_only = artifact(serde_json::json!({"name": "k", "s3": {"key": "a/b"}}));
+        let r = delete("k", &key_only, None, &settings()).await;
+        assert!(!r.success);
+        assert!(r.error.as_deref().unwrap().contains("archiveLocation"), "{r:?}");
+    }
+
+    #[test]
+    fn only_remote_and_io_failures_are_retried() {
+        assert!(may_pass(&ArtifactError::Remote {
+            location: "s3://b/k".into(),
+            action: "delete",
+            message: "503".into()
+        }));
+        assert!(!may_pass(&ArtifactError::Denied {
+            location: "s3://b/k".into(),
+            action: "delete",
+            message: "403".into()
+        }));
+        assert!(!may_pass(&ArtifactError::NoLocation));
+    }
+}
