@@ -1,6 +1,7 @@
-//! The `argoexec` binary: the in-pod executor (`init`, `wait`, `artifact`), plus the wrapper's
-//! subcommands (`emissary`, `kill`) for pods that run it directly. Parse the command line, set
-//! up logging, dispatch. `run`, `node` and `render` are the local tools' (`argoexec-local`):
+//! The `argoexec` binary: the in-pod executor (`init`, `wait`, `resource`, `data`,
+//! `artifact`), plus the wrapper's subcommands (`emissary`, `kill`) for pods that run it
+//! directly. Parse the command line, set up logging, dispatch. `run`, `node` and `render`
+//! are the local tools' (`argoexec-local`):
 //! this program hands them over ([`commands::local`]) and carries no local-node code.
 //!
 //! Exit codes: a command's own code (the emissary passes the child's through); **64** for any
@@ -47,6 +48,9 @@ enum Command {
     /// Resource templates: get, create, apply, delete, replace or patch the manifest, wait
     /// for its conditions, report its output parameters.
     Resource(commands::resource::Args),
+    /// Data templates: list the source, run the expression steps, report `outputs.result`
+    /// (the controller's JSON argument is ignored).
+    Data(commands::data::Args),
     /// Move an artifact by hand (put, get, ls or rm at an Argo artifact location), or
     /// `artifact delete`: the artifact-GC pod's main.
     Artifact(commands::artifact::Args),
@@ -87,6 +91,11 @@ fn main() {
             log();
             starting();
             commands::resource::run(a)
+        }
+        Command::Data(a) => {
+            log();
+            starting();
+            commands::data::run(a)
         }
         Command::Artifact(a) => {
             log();

@@ -2,6 +2,7 @@
 //! init and wait ([`bootstrap`]).
 
 pub mod artifact;
+pub mod data;
 pub mod emissary;
 pub mod init;
 pub mod kill;
