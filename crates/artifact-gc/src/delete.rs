@@ -203,6 +203,24 @@ mod tests {
         assert!(r.error.as_deref().unwrap().contains("archiveLocation"), "{r:?}");
     }
 
+    #[tokio::test(start_paused = true)]
+    async fn a_failing_delete_is_tried_five_times_then_reported() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("file"), "x").unwrap();
+        // A path through a regular file: ENOTDIR, a real I/O failure even for root.
+        let art = artifact(serde_json::json!({"name": "x", "local": {"path": d.path().join("file/child")}}));
+        let started = tokio::time::Instant::now();
+        let r = delete("x", &art, None, &settings()).await;
+        assert!(!r.success);
+        let text = r.error.unwrap();
+        assert!(
+            text.contains("file/child") && text.to_lowercase().contains("not a directory"),
+            "{text}"
+        );
+        // Waits of 10 + 20 + 40 + 80 ms between the five attempts.
+        assert_eq!(started.elapsed(), Duration::from_millis(150));
+    }
+
     #[test]
     fn only_remote_and_io_failures_are_retried() {
         assert!(may_pass(&ArtifactError::Remote {
