@@ -2,7 +2,8 @@
 //! no pods) and moto (S3 with signature checking on): a key-only `artifactPaths` relocated
 //! onto the template's archive location, listed with credentials read only from a
 //! Secret-volume-like directory, filtered and mapped by expressions; the task result carries
-//! `outputs.result` as Go's `json.Marshal` prints it, or the error worded as Argo's. Skipped
+//! `outputs.result` as Go's `json.Marshal` prints it, or the error worded as Argo's; a prefix
+//! of more than one S3 listing page (1003 keys). Skipped
 //! with ARGOEXEC_SKIP_DOCKER_TESTS=1 (the node server needs Docker to start).
 
 use std::path::Path;
@@ -79,10 +80,10 @@ struct Node {
 }
 
 impl Node {
-    async fn start() -> Self {
+    async fn start(test: &str) -> Self {
         let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
         let dir = tempfile::tempdir().unwrap();
-        let label = format!("data-{}", std::process::id());
+        let label = format!("data-{test}-{}", std::process::id());
         let sweep = Sweep(label.clone());
         let server = NodeServer::start(ServerConfig {
             node: NodeConfig {
@@ -140,7 +141,7 @@ async fn lists_a_prefix_filters_it_and_reports_the_result() {
     if std::env::var_os("ARGOEXEC_SKIP_DOCKER_TESTS").is_some() {
         return;
     }
-    let n = Node::start().await;
+    let n = Node::start("filter").await;
     let root = tempfile::tempdir().unwrap();
     let settings = settings(root.path());
     for key in [
@@ -193,4 +194,31 @@ async fn lists_a_prefix_filters_it_and_reports_the_result() {
         "{tr}"
     );
     assert!(tr["outputs"].get("result").is_none(), "{tr}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lists_more_than_one_page_of_keys() {
+    if std::env::var_os("ARGOEXEC_SKIP_DOCKER_TESTS").is_some() {
+        return;
+    }
+    use futures::StreamExt;
+    let n = Node::start("pages").await;
+    let root = tempfile::tempdir().unwrap();
+    let settings = settings(root.path());
+    // S3 answers at most 1000 keys a page: 1003 need a second page.
+    let keys: Vec<String> = (0..1003).map(|i| format!("many/k{i:04}.log")).collect();
+    futures::stream::iter(keys.iter().map(|k| put(&settings, k)))
+        .buffer_unordered(16)
+        .collect::<Vec<()>>()
+        .await;
+    let t = template("many", &["len(data)"]);
+    let outputs = argoexec_data::run(&n.reporter("wf-many"), &t, &settings)
+        .await
+        .unwrap();
+    assert_eq!(outputs.result.as_deref(), Some("1003"));
+    let t = template("many", &["filter(data, {# endsWith \"0.log\"})", "data[-1]"]);
+    let outputs = argoexec_data::run(&n.reporter("wf-last"), &t, &settings)
+        .await
+        .unwrap();
+    assert_eq!(outputs.result.as_deref(), Some(r#""many/k1000.log""#));
 }
