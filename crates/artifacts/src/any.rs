@@ -91,6 +91,9 @@ impl ArtifactDriver for AnyDriver {
     async fn list(&self) -> Result<Vec<String>, ArtifactError> {
         each!(self, d => d.list().await)
     }
+    async fn list_objects(&self) -> Result<Vec<String>, ArtifactError> {
+        each!(self, d => d.list_objects().await)
+    }
     async fn delete(&self) -> Result<(), ArtifactError> {
         each!(self, d => d.delete().await)
     }

@@ -75,6 +75,22 @@ pub enum ArtifactError {
         /// The error chain.
         message: String,
     },
+    /// Deleting a directory artifact left objects behind: the others were deleted (deletion
+    /// goes on past a failure), this counts the failures and keeps the first one.
+    #[error(
+        "{failed} of {attempted} objects at {location} could not be deleted (the others were); the first failure"
+    )]
+    DeleteFailed {
+        /// The artifact's location.
+        location: String,
+        /// How many objects (the artifact's own key included) could not be deleted.
+        failed: usize,
+        /// How many objects deletion was attempted on.
+        attempted: usize,
+        /// The first failure, which names its key.
+        #[source]
+        first: Box<ArtifactError>,
+    },
     /// A local I/O failure.
     #[error("{action} {}: {source}", path.display())]
     Io {

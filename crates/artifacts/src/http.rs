@@ -1,6 +1,9 @@
 //! The HTTP(S) driver, for Argo's `http` and `artifactory` locations: `GET` to load (with
 //! parallel `Range` requests when the server supports them), `PUT` to save (a directory:
-//! one `PUT` per file under `<url>/<path>`), `HEAD` for existence, `DELETE`.
+//! one `PUT` per file under `<url>/<path>`), `HEAD` for existence. No delete and no
+//! `list_objects`, as Argo v4.1.2 (whose HTTP driver serves both kinds and answers
+//! `ErrDeleteNotSupported`, argoproj/argo-workflows#3102): both are
+//! [`ArtifactError::Unsupported`], so artifact GC reports the artifact as not deleted.
 //!
 //! Headers from the location are sent with every request; basic auth (`auth.basicAuth`,
 //! or Artifactory's `usernameSecret`/`passwordSecret`) comes from the mounted secrets.
@@ -25,6 +28,7 @@ use crate::{ArtifactDriver, ArtifactError, ByteStream, Loaded, Opened, Progress,
 /// One HTTP artifact URL.
 #[derive(Debug, Clone)]
 pub struct HttpDriver {
+    kind: &'static str,
     client: reqwest::Client,
     url: String,
     label: String,
@@ -124,6 +128,7 @@ impl HttpDriver {
             ));
         }
         Ok(Self {
+            kind,
             client: client(kind)?,
             url: url.to_string(),
             label: redact(url),
@@ -398,12 +403,18 @@ impl ArtifactDriver for HttpDriver {
         }
     }
 
+    async fn list_objects(&self) -> Result<Vec<String>, ArtifactError> {
+        Err(ArtifactError::Unsupported {
+            driver: self.kind,
+            action: "list objects (as Argo v4.1.2: ListObjects is not supported for HTTP and Artifactory artifacts)",
+        })
+    }
+
     async fn delete(&self) -> Result<(), ArtifactError> {
-        let req = self.request(reqwest::Method::DELETE, &self.url);
-        match self.send(req, &self.label, "delete").await {
-            Ok(_) | Err(ArtifactError::NotFound { .. }) => Ok(()),
-            Err(e) => Err(e),
-        }
+        Err(ArtifactError::Unsupported {
+            driver: self.kind,
+            action: "delete artifacts (as Argo v4.1.2, whose HTTP and Artifactory driver answers ErrDeleteNotSupported: argoproj/argo-workflows#3102); the artifact was left in place",
+        })
     }
 }
 

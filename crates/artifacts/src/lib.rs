@@ -112,7 +112,40 @@ pub trait ArtifactDriver: Send + Sync {
     /// [`ArtifactError::NotFound`] when absent.
     fn list(&self) -> impl Future<Output = Result<Vec<String>, ArtifactError>> + Send;
 
-    /// Delete the artifact (every object of a directory artifact); absent is success.
+    /// Argo's `ListObjects` (what a data template's `artifactPaths` source outputs): the
+    /// **full** keys of the artifact's objects, sorted, each provider as Argo v4.1.2's
+    /// driver answers.
+    ///
+    /// - S3: every object under `key/`, recursively (keys ending in `/`, console "folder"
+    ///   markers, skipped). Nothing there: `[]` when an object named exactly the key exists
+    ///   (a file artifact), otherwise [`ArtifactError::NotFound`].
+    /// - GCS: `[key]` when an object named exactly the key exists; otherwise every object
+    ///   under `key/` (folder markers skipped); nothing there is `[]`, not an error.
+    /// - Azure: the blob named exactly the key (when it exists) and every blob under
+    ///   `key/`; nothing there is `[]`.
+    /// - An empty key (store drivers only) lists the whole bucket or container.
+    /// - Local (an argoexec-rs extension): the absolute paths of the regular files under the
+    ///   directory, sorted; a file lists as itself; absent is NotFound.
+    /// - HTTP, Artifactory and raw: [`ArtifactError::Unsupported`], as Argo.
+    ///
+    /// Deliberate difference: Argo's GCS and Azure drivers list by plain string prefix, so
+    /// key `out/run1` also lists `out/run10/…`; here only the key itself and `key/…` are
+    /// listed. The listing is paginated (1000 keys a page on S3) and streamed; only the
+    /// answer itself grows with the number of objects.
+    ///
+    /// # Errors
+    /// As above, and listing failures.
+    fn list_objects(&self) -> impl Future<Output = Result<Vec<String>, ArtifactError>> + Send;
+
+    /// Delete the artifact: a single object, or every object of a directory artifact (the
+    /// key itself and everything under `key/`); absent is success.
+    ///
+    /// Store drivers list and delete at the same time in parallel batches, in memory that
+    /// does not grow with the number of objects; a failed object does not stop the others
+    /// ([`ArtifactError::DeleteFailed`] counts them and keeps the first). Local: the file or
+    /// directory tree. Raw: nothing to delete (success). HTTP and Artifactory:
+    /// [`ArtifactError::Unsupported`], as Argo v4.1.2 (its HTTP driver, which also serves
+    /// Artifactory, answers `ErrDeleteNotSupported`).
     ///
     /// # Errors
     /// A driver error.

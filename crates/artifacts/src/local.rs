@@ -182,6 +182,28 @@ impl ArtifactDriver for LocalDriver {
         }
     }
 
+    async fn list_objects(&self) -> Result<Vec<String>, ArtifactError> {
+        let path =
+            std::path::absolute(&self.path).map_err(|e| ArtifactError::io("resolve", &self.path, e))?;
+        let meta = match fs::symlink_metadata(&path) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(self.not_found()),
+            Err(e) => return Err(ArtifactError::io("stat", &path, e)),
+        };
+        if !meta.is_dir() {
+            return Ok(vec![path.to_string_lossy().into_owned()]);
+        }
+        blocking(move || {
+            let mut out: Vec<String> = crate::walk::files(&path)?
+                .into_iter()
+                .map(|f| f.path.to_string_lossy().into_owned())
+                .collect();
+            out.sort_unstable();
+            Ok(out)
+        })
+        .await
+    }
+
     async fn delete(&self) -> Result<(), ArtifactError> {
         remove_any(&self.path).map_err(|e| ArtifactError::io("delete", &self.path, e))
     }

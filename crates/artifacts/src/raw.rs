@@ -1,4 +1,5 @@
-//! The raw driver: inline artifact data (`raw: {data: …}`), load only.
+//! The raw driver: inline artifact data (`raw: {data: …}`), load only; deleting is a no-op
+//! (the data lives in the workflow itself), listing is unsupported (as Argo).
 
 use std::path::Path;
 
@@ -22,7 +23,7 @@ impl RawDriver {
 fn read_only() -> ArtifactError {
     ArtifactError::Unsupported {
         driver: "raw",
-        action: "save or delete artifacts (raw artifacts are inline data)",
+        action: "save artifacts (raw artifacts are inline data)",
     }
 }
 
@@ -63,7 +64,15 @@ impl ArtifactDriver for RawDriver {
         Ok(vec![String::new()])
     }
 
+    async fn list_objects(&self) -> Result<Vec<String>, ArtifactError> {
+        Err(ArtifactError::Unsupported {
+            driver: "raw",
+            action: "list objects (as Argo: ListObjects is not supported for raw artifacts)",
+        })
+    }
+
+    /// Nothing to delete: the data is inline in the workflow.
     async fn delete(&self) -> Result<(), ArtifactError> {
-        Err(read_only())
+        Ok(())
     }
 }

@@ -93,8 +93,19 @@ async fn files_streams_and_directories_round_trip() {
     assert_eq!(std::fs::read_to_string(served.join("tree/a/x")).unwrap(), "x");
     assert_eq!(std::fs::read_to_string(served.join("tree/y z")).unwrap(), "y");
 
-    let gone = http(d.path(), &format!("{}/f/small", srv.url()), true);
-    gone.delete().await.unwrap();
+    // As Argo v4.1.2: HTTP artifacts are never deleted (nor listed), with a clear error.
+    let kept = http(d.path(), &format!("{}/f/small", srv.url()), true);
+    let e = kept.delete().await.unwrap_err();
+    assert!(
+        matches!(e, ArtifactError::Unsupported { driver: "http", .. }) && e.to_string().contains("3102"),
+        "{e}"
+    );
+    assert!(kept.exists().await.unwrap(), "the object is left in place");
+    assert!(matches!(
+        kept.list_objects().await.unwrap_err(),
+        ArtifactError::Unsupported { .. }
+    ));
+    let gone = http(d.path(), &format!("{}/f/nothing-here", srv.url()), true);
     assert!(!gone.exists().await.unwrap());
     assert!(
         gone.load(&d.path().join("nope"))

@@ -10,10 +10,16 @@
 //! - `save`: a file or a stream through [`upload::upload`]; a directory file by file in
 //!   parallel, all sharing one memory budget.
 //!
+//! - `delete` and `list_objects`: streaming from a paginated listing ([`gc`]).
+//!
+//! An empty key (the whole bucket) is accepted only by `list_objects` (Argo's data
+//! templates list whole buckets); every other operation refuses it.
+//!
 //! Errors: the store's NotFound, 401/403 and the rest are mapped to [`ArtifactError`] with
 //! the location (`s3://bucket/key`) in the message.
 
 pub mod download;
+mod gc;
 pub mod upload;
 
 use std::ops::Range;
@@ -33,6 +39,7 @@ use upload::Budget;
 /// One artifact location in an object store.
 #[derive(Debug, Clone)]
 pub struct StoreDriver {
+    kind: &'static str,
     store: Arc<dyn ObjectStore>,
     key: Path,
     label: String,
@@ -80,7 +87,8 @@ impl RangeSource for StoreRange {
 }
 
 impl StoreDriver {
-    /// Bind `store` and `key` (a `/`-separated object key; a leading `/` is ignored).
+    /// Bind `store` and `key` (a `/`-separated object key; a leading `/` is ignored; empty
+    /// only for `list_objects`). `kind` (`s3`, `gcs`, `azure`) picks Argo's listing style;
     /// `label` names the location in logs and errors (`s3://bucket/key`).
     ///
     /// # Errors
@@ -95,10 +103,8 @@ impl StoreDriver {
         let trimmed = key.trim_start_matches('/').trim_end_matches('/');
         let key =
             Path::parse(trimmed).map_err(|e| ArtifactError::config(kind, format!("key {key:?}: {e}")))?;
-        if key.parts_count() == 0 {
-            return Err(ArtifactError::config(kind, "the key is empty"));
-        }
         Ok(Self {
+            kind,
             store,
             key,
             label,
@@ -109,6 +115,14 @@ impl StoreDriver {
     /// The location, readable.
     pub fn label(&self) -> &str {
         &self.label
+    }
+
+    /// The key, refused when empty (the whole bucket).
+    fn require_key(&self) -> Result<&Path, ArtifactError> {
+        if self.key.parts_count() == 0 {
+            return Err(ArtifactError::config(self.kind, "the key is empty"));
+        }
+        Ok(&self.key)
     }
 
     fn err(&self, action: &'static str) -> impl Fn(object_store::Error) -> ArtifactError + '_ {
@@ -276,6 +290,7 @@ impl StoreDriver {
 
 impl ArtifactDriver for StoreDriver {
     async fn open(&self) -> Result<Opened, ArtifactError> {
+        self.require_key()?;
         match self.head().await? {
             Some(meta) if meta.size <= self.settings.range_size as u64 => {
                 let r = self.store.get(&self.key).await.map_err(self.err("download"))?;
@@ -308,6 +323,7 @@ impl ArtifactDriver for StoreDriver {
     }
 
     async fn load(&self, dest: &FsPath) -> Result<Loaded, ArtifactError> {
+        self.require_key()?;
         if let Some(meta) = self.head().await? {
             if let Some(parent) = dest.parent() {
                 tokio::fs::create_dir_all(parent)
@@ -334,6 +350,7 @@ impl ArtifactDriver for StoreDriver {
     }
 
     async fn save(&self, src: &FsPath) -> Result<u64, ArtifactError> {
+        self.require_key()?;
         let meta = tokio::fs::metadata(src)
             .await
             .map_err(|e| ArtifactError::io("stat", src, e))?;
@@ -367,15 +384,18 @@ impl ArtifactDriver for StoreDriver {
     }
 
     async fn save_stream(&self, body: ByteStream) -> Result<u64, ArtifactError> {
+        self.require_key()?;
         let budget = Budget::new(self.settings.memory_budget());
         self.upload(&self.key, &self.label, body, None, &budget).await
     }
 
     async fn exists(&self) -> Result<bool, ArtifactError> {
+        self.require_key()?;
         Ok(self.head().await?.is_some() || !self.children().await?.is_empty())
     }
 
     async fn list(&self) -> Result<Vec<String>, ArtifactError> {
+        self.require_key()?;
         if self.head().await?.is_some() {
             return Ok(vec![String::new()]);
         }
@@ -386,16 +406,11 @@ impl ArtifactDriver for StoreDriver {
         Ok(c.into_iter().map(|(rel, _)| rel).collect())
     }
 
+    async fn list_objects(&self) -> Result<Vec<String>, ArtifactError> {
+        self.list_full_keys().await
+    }
+
     async fn delete(&self) -> Result<(), ArtifactError> {
-        if self.head().await?.is_some() {
-            self.store.delete(&self.key).await.map_err(self.err("delete"))?;
-        }
-        for (_, m) in self.children().await? {
-            match self.store.delete(&m.location).await {
-                Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
-                Err(e) => return Err(map_error(&self.label, "delete", e)),
-            }
-        }
-        Ok(())
+        self.delete_all().await
     }
 }
