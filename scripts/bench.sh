@@ -2,7 +2,7 @@
 # Usage: scripts/bench.sh [--quick] [--only NAME,...] [--out FILE] [--note TEXT]
 #
 # Runs every benchmark of bench/src/bin (archive, emissary, run, docker_copy, wait_notice,
-# base_layer, s3, taskresult, resource, footprint) one after another, collects the BENCH-ROW line each prints per figure,
+# base_layer, s3, taskresult, resource, footprint, gc) one after another, collects the BENCH-ROW line each prints per figure,
 # prints one markdown table (figure | ours | baseline | ratio | goal | met) and writes it to
 # FILE (default docs/performance.md) with the date (UTC), the machine (nproc, CPU model,
 # kernel), the mode and this exact command.
@@ -18,7 +18,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-all=(archive emissary run docker_copy wait_notice base_layer s3 taskresult resource footprint)
+all=(archive emissary run docker_copy wait_notice base_layer s3 taskresult resource footprint gc)
 command_line="bash scripts/bench.sh$(printf ' %q' "$@")"
 quick=0 only="" out=docs/performance.md note=""
 while [ $# -gt 0 ]; do
@@ -60,6 +60,7 @@ args_for() {
       taskresult) echo "--steps 1,10,50 --versions 3.3,3.5,4.1" ;;
       resource) echo "$rel 10 3" ;;
       footprint) echo "$dist_dir argoexec-rs:footprint ${FOOTPRINT_BASELINE:-}" ;;
+      gc) echo "--delete 2000 --list 10000" ;;
     esac
   else
     case "$1" in
@@ -73,6 +74,7 @@ args_for() {
       taskresult) echo "--steps 1,50,200 --versions 3.3,3.5,3.7,4.0,4.1" ;;
       resource) echo "$rel 50 10" ;;
       footprint) echo "$dist_dir argoexec-rs:footprint ${FOOTPRINT_BASELINE:-}" ;;
+      gc) echo "--delete 10000 --list 100000" ;;
     esac
   fi
 }
@@ -127,7 +129,7 @@ if wants footprint; then
   step "the dist image (scripts/image.sh --tag footprint)" "footprint" \
     bash scripts/image.sh --tag footprint --no-archive
 fi
-if wants s3; then step "awscli venv (scripts/pyenv.sh awscli)" "s3" bash scripts/pyenv.sh awscli; fi
+if wants s3 || wants gc; then step "awscli venv (scripts/pyenv.sh awscli)" "s3 gc" bash scripts/pyenv.sh awscli; fi
 step "release build of argoexec" "emissary run wait_notice base_layer resource" \
   cargo build --release --locked -p argoexec -p argoexec-emissary -p argoexec-local
 step "release build of the benchmarks" "${all[*]}" \
