@@ -13,6 +13,11 @@
 //! as a stream ([`ArtifactDriver::open`]) for extraction while downloading. Transient errors
 //! are retried with backoff; 401/403 become [`ArtifactError::Denied`], absence
 //! [`ArtifactError::NotFound`]. A failed save never leaves a complete-looking object.
+//!
+//! For artifact GC and data templates: [`ArtifactDriver::delete`] removes a whole artifact
+//! (store drivers stream their listing into parallel batch deletes and report partial
+//! failures as [`ArtifactError::DeleteFailed`]); [`ArtifactDriver::list_objects`] is Argo's
+//! `ListObjects` (full keys, each provider as Argo v4.1.2 answers).
 
 mod any;
 pub mod azure;

@@ -254,3 +254,38 @@ async fn a_bad_service_account_key_is_a_config_error() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_objects_follows_argo_gcs() {
+    let d = tempfile::tempdir().unwrap();
+    let g = gcs();
+    for k in [
+        "lo/dir/a",
+        "lo/dir/sub/b",
+        "lo/dir.txt",
+        "lo/file",
+        "lo/file/under",
+    ] {
+        g.put(BUCKET, k, b"x");
+    }
+    // A directory: full keys under `key/`, sorted; the sibling `lo/dir.txt` is not listed.
+    assert_eq!(
+        driver(d.path(), "lo/dir").list_objects().await.unwrap(),
+        ["lo/dir/a", "lo/dir/sub/b"]
+    );
+    // An object named exactly the key: Argo's GCS listing answers that key alone.
+    assert_eq!(
+        driver(d.path(), "lo/file").list_objects().await.unwrap(),
+        ["lo/file"]
+    );
+    // Nothing there: an empty list, not an error (unlike S3).
+    assert_eq!(
+        driver(d.path(), "lo/none").list_objects().await.unwrap(),
+        Vec::<String>::new()
+    );
+    // Deleting the directory leaves the sibling; deleting nothing is success.
+    driver(d.path(), "lo/dir").delete().await.unwrap();
+    assert!(!driver(d.path(), "lo/dir").exists().await.unwrap());
+    assert!(driver(d.path(), "lo/dir.txt").exists().await.unwrap());
+    driver(d.path(), "lo/none").delete().await.unwrap();
+}
