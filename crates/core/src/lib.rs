@@ -2,6 +2,7 @@
 //!
 //! This crate is the bottom of the workspace: everything else depends on it and it depends on
 //! nothing of ours. It owns
+//! - [`artifact_gc`]: artifact GC's `WorkflowArtifactGCTask` resource;
 //! - [`template`]: the subset of Argo's `Template` an executor needs (camelCase JSON, unknown
 //!   fields preserved on a round trip);
 //! - [`env`]: the `ARGO_*` environment contract parsed into one typed struct;
@@ -22,6 +23,7 @@
 
 pub mod annotations;
 pub mod argo_version;
+pub mod artifact_gc;
 pub mod env;
 pub mod executor_kind;
 pub mod exit;

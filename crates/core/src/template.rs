@@ -7,6 +7,7 @@
 //! lives in small methods here so every flow uses the same rule.
 
 pub mod container;
+pub mod data;
 mod io;
 mod location;
 mod relocate;
@@ -16,6 +17,7 @@ pub use container::{
     Container, ContainerNode, ContainerSetRetryStrategy, ContainerSetTemplate, EnvVar, ScriptTemplate,
     UserContainer, VolumeMount,
 };
+pub use data::{DataSource, DataTemplate, TransformationStep};
 pub use io::{ArchiveKind, ArchiveStrategy, Artifact, Inputs, Outputs, Parameter, TarStrategy, ValueFrom};
 pub use location::{
     ArchiveLocation, ArtifactLocation, ArtifactoryArtifact, AzureArtifact, BasicAuth, GcsArtifact,
@@ -64,6 +66,9 @@ pub struct Template {
     /// A resource template (`argoexec resource` in main).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource: Option<ResourceTemplate>,
+    /// A data template (`argoexec data` in main).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<DataTemplate>,
     /// Sidecars started with the main container(s).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sidecars: Vec<UserContainer>,

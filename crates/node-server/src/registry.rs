@@ -1,8 +1,9 @@
 //! The resource types the API endpoint serves, keyed by `(group, plural)`: the built-in
 //! ones (pods, ConfigMaps, Secrets, Services, ServiceAccounts, Events, Jobs, Deployments,
-//! CustomResourceDefinitions, Argo's WorkflowTaskResults) and whatever custom resources the
-//! stored CustomResourceDefinitions define. Discovery, routing, the store and the patch
-//! strategies all read a type from here.
+//! CustomResourceDefinitions, and Argo's WorkflowTaskResults, WorkflowArtifactGCTasks and
+//! WorkflowTaskSets — the last two with a status subresource, as Argo's CRDs) and whatever
+//! custom resources the stored CustomResourceDefinitions define. Discovery, routing, the
+//! store and the patch strategies all read a type from here.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, LazyLock, RwLock};
@@ -130,7 +131,7 @@ const fn b(
     }
 }
 
-const BUILTINS: [Builtin; 10] = [
+const BUILTINS: [Builtin; 12] = [
     b("", "v1", ("pods", "pod", "Pod"), &["po"], true),
     b("", "v1", ("configmaps", "configmap", "ConfigMap"), &["cm"], false),
     b("", "v1", ("secrets", "secret", "Secret"), &[], false),
@@ -168,6 +169,24 @@ const BUILTINS: [Builtin; 10] = [
         ("workflowtaskresults", "workflowtaskresult", "WorkflowTaskResult"),
         &["wftr"],
         false,
+    ),
+    b(
+        "argoproj.io",
+        "v1alpha1",
+        (
+            "workflowartifactgctasks",
+            "workflowartifactgctask",
+            "WorkflowArtifactGCTask",
+        ),
+        &["wfat"],
+        true,
+    ),
+    b(
+        "argoproj.io",
+        "v1alpha1",
+        ("workflowtasksets", "workflowtaskset", "WorkflowTaskSet"),
+        &["wfts"],
+        true,
     ),
 ];
 
@@ -355,6 +374,10 @@ mod tests {
             .resolve("argoproj.io", "v1alpha1", "workflowtaskresults")
             .unwrap();
         assert!(!tr.built_in && tr.generation && !tr.status);
+        for plural in ["workflowartifactgctasks", "workflowtasksets"] {
+            let t = r.resolve("argoproj.io", "v1alpha1", plural).unwrap();
+            assert!(!t.built_in && t.status && t.namespaced, "{plural}");
+        }
         assert_eq!(
             PODS.verbs,
             vec!["create", "delete", "get", "list", "patch", "watch"]
