@@ -1,12 +1,9 @@
 //! `data.source.artifactPaths`: the keys under an artifact location, as Argo's
 //! `ArtifactDriver.ListObjects` returns them — full keys (`prefix/dir/file`, not relative to
-//! the artifact), so a later step can use each as an artifact `key`.
-//!
-//! Until `crates/artifacts` offers `ArtifactDriver::list_objects` (Argo's `ListObjects`
-//! semantics), the keys are built here from [`ArtifactDriver::list`]: the artifact's key
-//! joined with each listed relative name; a single object lists as its own key. An empty key
-//! (a whole bucket, as Argo's `examples/data-transformations.yaml` lists it) needs
-//! `list_objects`; the store drivers refuse an empty key today.
+//! the artifact), so a later step can use each as an artifact `key`. The driver's
+//! [`ArtifactDriver::list_objects`] has Argo's per-provider rules (an S3 file key lists as
+//! `[]`, nothing there is NotFound; an empty key lists the whole bucket, as Argo's
+//! `examples/data-transformations.yaml` does).
 
 use std::sync::Arc;
 
@@ -38,38 +35,5 @@ pub async fn artifact_paths(
         .relocate(archive)
         .map_err(SourceError::Relocate)?;
     let driver = AnyDriver::for_location(&loc, settings)?;
-    // TODO(list_objects): call `driver.list_objects()` (ArtifactDriver::list_objects, Argo's
-    // ListObjects with full keys) once crates/artifacts has it, and drop `full_keys`.
-    let relative = driver.list().await?;
-    Ok(full_keys(&loc.key().unwrap_or_default(), relative))
-}
-
-/// `key` joined with each relative name (`""`, a single object, is `key` itself).
-pub fn full_keys(key: &str, relative: Vec<String>) -> Vec<String> {
-    let base = key.trim_end_matches('/');
-    let mut keys: Vec<String> = relative
-        .into_iter()
-        .map(|rel| match (base.is_empty(), rel.is_empty()) {
-            (_, true) => base.to_string(),
-            (true, false) => rel,
-            (false, false) => format!("{base}/{rel}"),
-        })
-        .collect();
-    keys.sort();
-    keys
-}
-
-#[cfg(test)]
-mod tests {
-    use super::full_keys;
-
-    #[test]
-    fn keys_are_full() {
-        assert_eq!(
-            full_keys("wf/out/", vec!["b/c".into(), "a".into()]),
-            ["wf/out/a", "wf/out/b/c"]
-        );
-        assert_eq!(full_keys("wf/x.tgz", vec![String::new()]), ["wf/x.tgz"]);
-        assert_eq!(full_keys("", vec!["a".into()]), ["a"]);
-    }
+    Ok(driver.list_objects().await?)
 }
