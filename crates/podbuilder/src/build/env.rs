@@ -101,7 +101,8 @@ pub(crate) fn container_env(ctx: &BuildCtx<'_>, name: &str, init: bool) -> Vec<c
     e.push(env(
         "ARGO_INCLUDE_SCRIPT_OUTPUT",
         // Argo's executeResource never asks for the script output.
-        (ctx.opts.include_script_output && ctx.template.resource.is_none()).to_string(),
+        (ctx.template.data.is_some() || (ctx.opts.include_script_output && ctx.template.resource.is_none()))
+            .to_string(),
     ));
     e.push(env("ARGO_DEADLINE", ctx.opts.deadline.clone()));
     if v >= ArgoVersion::V4_1 {

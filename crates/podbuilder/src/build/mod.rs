@@ -26,6 +26,7 @@
 //! and `SYS_PTRACE` on wait.
 
 mod containers;
+pub mod data;
 mod env;
 mod offload;
 mod patch;
@@ -172,8 +173,16 @@ pub enum BuildError {
         /// What is wrong and what to change.
         problem: String,
     },
+    /// A data template that cannot run.
+    #[error("template {template:?}: {problem}")]
+    BadData {
+        /// The template name.
+        template: String,
+        /// What is wrong and what to change.
+        problem: String,
+    },
     /// The template has nothing to run.
-    #[error("template {0:?} has no container, script, containerSet or resource")]
+    #[error("template {0:?} has no container, script, containerSet, resource or data")]
     NoMain(String),
     /// Emissary needs a command and none is known.
     #[error(
@@ -264,6 +273,7 @@ pub fn build_pod(
     }
     validate(template, executor)?;
     resource::validate(template)?;
+    data::validate(template)?;
     let owned;
     let template = match resource::with_owner_reference(template, wf)? {
         Some(manifest) => {
@@ -276,13 +286,13 @@ pub fn build_pod(
         }
         None => template,
     };
-    // A resource template's main is the executor itself (named `main`, no user spec).
-    let mains = match &template.resource {
-        Some(_) => vec![Container {
+    // A resource or data template's main is the executor itself (named `main`, no user spec).
+    let mains = match template.resource.is_some() || template.data.is_some() {
+        true => vec![Container {
             name: MAIN.into(),
             ..Default::default()
         }],
-        None => containers::main_containers(template)?,
+        false => containers::main_containers(template)?,
     };
     let exec_tpl: core::Container = match &config.executor {
         Some(v) => convert("config executor", v)?,
@@ -318,9 +328,10 @@ pub fn build_pod(
         .collect::<Result<_, _>>()?;
     let (secret_vols, secret_mounts) = volumes::secret_volumes(template);
     let mut main_ctrs = Vec::new();
-    match &template.resource {
-        Some(r) => main_ctrs.push(resource::main(&ctx, r)),
-        None => {
+    match (&template.resource, &template.data) {
+        (Some(r), _) => main_ctrs.push(resource::main(&ctx, r)),
+        (None, Some(d)) => main_ctrs.push(data::main(&ctx, d, &secret_mounts)),
+        (None, None) => {
             for c in &mains {
                 main_ctrs.push(containers::main(&ctx, c)?);
             }

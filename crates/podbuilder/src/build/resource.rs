@@ -101,9 +101,12 @@ pub(crate) fn validate(template: &argoexec_core::Template) -> Result<(), BuildEr
     Ok(())
 }
 
-/// Whether the pod has a `wait` container: every template but resource templates, which
-/// have one only in v3.7+ when they archive logs.
+/// Whether the pod has a `wait` container: every template but data templates (never) and
+/// resource templates, which have one only in v3.7+ when they archive logs.
 pub(crate) fn needs_wait(ctx: &BuildCtx<'_>) -> bool {
+    if ctx.template.data.is_some() {
+        return false;
+    }
     ctx.template.resource.is_none() || (ctx.version >= ArgoVersion::V3_7 && ctx.template.archive_logs())
 }
 

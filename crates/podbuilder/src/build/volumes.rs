@@ -93,7 +93,8 @@ fn secret_volume_name(secret: &str) -> String {
 }
 
 /// The Secret volumes for every secret the template's artifact locations (archive location,
-/// outputs, inputs) name, and their read-only mounts at `/argo/secret/<name>`.
+/// outputs, inputs, a data template's `artifactPaths`) name, and their read-only mounts at
+/// `/argo/secret/<name>`.
 pub(crate) fn secret_volumes(template: &Template) -> (Vec<core::Volume>, Vec<core::VolumeMount>) {
     let mut keys: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let locations = template
@@ -102,7 +103,14 @@ pub(crate) fn secret_volumes(template: &Template) -> (Vec<core::Volume>, Vec<cor
         .map(|a| &a.location)
         .into_iter()
         .chain(template.outputs.artifacts.iter().map(|a| &a.location))
-        .chain(template.inputs.artifacts.iter().map(|a| &a.location));
+        .chain(template.inputs.artifacts.iter().map(|a| &a.location))
+        .chain(
+            template
+                .data
+                .as_ref()
+                .and_then(|d| d.source.artifact_paths.as_ref())
+                .map(|a| &a.location),
+        );
     for loc in locations {
         for sel in loc.secret_refs() {
             keys.entry(sel.name.clone()).or_default().insert(sel.key.clone());
