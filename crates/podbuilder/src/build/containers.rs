@@ -18,12 +18,17 @@ use super::{BuildCtx, BuildError, convert};
 
 /// The log options the controller passes to every argoexec it starts, by version.
 pub(crate) fn log_opts(ctx: &BuildCtx<'_>) -> Vec<String> {
-    let mut o = vec!["--loglevel".to_string(), ctx.opts.log_level.clone()];
-    if ctx.version.passes_log_format() {
-        o.extend(["--log-format".to_string(), ctx.opts.log_format.clone()]);
+    log_opts_of(ctx.version, ctx.opts)
+}
+
+/// The executor log options `version` passes (Argo's `getExecutorLogOpts`).
+pub(crate) fn log_opts_of(version: argoexec_core::ArgoVersion, opts: &super::BuildOptions) -> Vec<String> {
+    let mut o = vec!["--loglevel".to_string(), opts.log_level.clone()];
+    if version.passes_log_format() {
+        o.extend(["--log-format".to_string(), opts.log_format.clone()]);
     }
-    if ctx.version.passes_gloglevel() {
-        o.extend(["--gloglevel".to_string(), ctx.opts.gloglevel.to_string()]);
+    if version.passes_gloglevel() {
+        o.extend(["--gloglevel".to_string(), opts.gloglevel.to_string()]);
     }
     o
 }
