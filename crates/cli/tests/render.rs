@@ -75,3 +75,35 @@ fn parameters_are_bound_and_substituted() {
     assert_eq!(code, 2);
     assert!(err.contains("oops"), "{err}");
 }
+
+#[test]
+fn renders_the_artifact_gc_task_and_pod() {
+    let (code, yaml, err) = render(&["output-artifact.yaml", "--artifact-gc"]);
+    assert_eq!(code, 0, "{err}");
+    let docs: Vec<serde_json::Value> = serde_saphyr::from_multiple(&yaml).unwrap();
+    assert_eq!(docs.len(), 2, "{yaml}");
+    let (task, pod) = (&docs[0], &docs[1]);
+    assert_eq!(task["kind"], "WorkflowArtifactGCTask");
+    let pod_name = pod["metadata"]["name"].as_str().unwrap();
+    assert!(pod_name.starts_with("output-artifact-") && pod_name.contains("-artgc-wfcomp-"));
+    assert_eq!(task["metadata"]["name"], format!("{pod_name}-0"));
+    let nodes = task["spec"]["artifactsByNode"].as_object().unwrap();
+    assert_eq!(nodes.len(), 1);
+    let arts = nodes.values().next().unwrap()["artifacts"].as_object().unwrap();
+    let mut names: Vec<_> = arts.keys().cloned().collect();
+    names.sort();
+    assert_eq!(names, ["dir", "optional-missing", "raw", "report"]);
+    assert_eq!(pod["spec"]["containers"][0]["args"][0], "artifact");
+    assert_eq!(pod["spec"]["containers"][0]["args"][1], "delete");
+    assert_eq!(
+        pod["metadata"]["ownerReferences"][0]["kind"],
+        "WorkflowArtifactGCTask"
+    );
+
+    let (code, _, err) = render(&["output-artifact.yaml", "--artifact-gc", "--argo-version", "3.3"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("v3.3 has no artifact garbage collection"), "{err}");
+    let (code, _, err) = render(&["hello-world.yaml", "--artifact-gc"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("no output artifacts"), "{err}");
+}

@@ -62,6 +62,8 @@ struct Spec {
     arguments: Value,
     #[serde(default, rename = "podSpecPatch")]
     pod_spec_patch: Option<String>,
+    #[serde(default, rename = "artifactGC")]
+    artifact_gc: Option<Value>,
 }
 
 /// A parsed Workflow.
@@ -75,6 +77,8 @@ pub struct Workflow {
     pub templates: Vec<Value>,
     /// `spec.arguments`, raw.
     pub arguments: Value,
+    /// `spec.artifactGC`, raw (strategy, serviceAccountName, podMetadata, podSpecPatch).
+    pub artifact_gc: Option<Value>,
 }
 
 impl Workflow {
@@ -107,6 +111,7 @@ impl Workflow {
             entrypoint: spec.entrypoint,
             templates: spec.templates,
             arguments: spec.arguments,
+            artifact_gc: spec.artifact_gc,
         })
     }
 

@@ -124,16 +124,7 @@ impl Plan {
     /// # Errors
     /// Validation failures naming what to change.
     pub fn build(&self, executor_image: &str, log_level: &str) -> anyhow::Result<PodBuild> {
-        let opts = BuildOptions {
-            executor_image: executor_image.to_string(),
-            executor_reason: self.reason.starts_with("auto").then(|| self.reason.clone()),
-            log_level: log_level.to_string(),
-            argo_version: self.argo_version,
-            instance_id: self.config.instance_id.clone(),
-            trace_parent: (self.argo_version >= ArgoVersion::V4_1).then(trace_parent),
-            progress: progress_ticks()?,
-            ..Default::default()
-        };
+        let opts = self.build_options(executor_image, log_level)?;
         Ok(build_pod(
             &self.wf.meta,
             &self.template,
@@ -142,6 +133,23 @@ impl Plan {
             self.executor,
             &opts,
         )?)
+    }
+
+    /// The pod builder's options for this plan.
+    ///
+    /// # Errors
+    /// A progress tick variable that is not a Go duration.
+    pub fn build_options(&self, executor_image: &str, log_level: &str) -> anyhow::Result<BuildOptions> {
+        Ok(BuildOptions {
+            executor_image: executor_image.to_string(),
+            executor_reason: self.reason.starts_with("auto").then(|| self.reason.clone()),
+            log_level: log_level.to_string(),
+            argo_version: self.argo_version,
+            instance_id: self.config.instance_id.clone(),
+            trace_parent: (self.argo_version >= ArgoVersion::V4_1).then(trace_parent),
+            progress: progress_ticks()?,
+            ..Default::default()
+        })
     }
 }
 

@@ -8,7 +8,8 @@
 //! `executor.yaml` (task results create and patch, nothing else); v3.4/v3.5 emissary
 //! `executor-v3.5.yaml` (+ pods patch for the annotation fallback); v3.3 and every other
 //! executor `executor-legacy.yaml` (Argo's quick-start executor role), plus
-//! `executor-k8sapi.yaml` (pods/exec) or `executor-kubelet.yaml` (nodes/proxy).
+//! `executor-k8sapi.yaml` (pods/exec) or `executor-kubelet.yaml` (nodes/proxy). The
+//! artifact-GC pod of `--artifact-gc` gets `artifact-gc.yaml`.
 
 use argoexec_core::{ArgoVersion, ExecutorKind};
 use serde_json::{Value, json};
@@ -35,6 +36,11 @@ const K8SAPI: KitFile = (
 const KUBELET: KitFile = (
     "executor-kubelet.yaml",
     include_str!("../../../../../deploy/rbac/executor-kubelet.yaml"),
+);
+
+const ARTIFACT_GC: KitFile = (
+    "artifact-gc.yaml",
+    include_str!("../../../../../deploy/rbac/artifact-gc.yaml"),
 );
 
 /// The kit files a pod of `version` with `executor` needs.
@@ -145,8 +151,13 @@ pub fn executor_rbac(
     executor: ExecutorKind,
     version: ArgoVersion,
 ) -> Result<String, KitError> {
+    fitted(&files(executor, version), ns, sa)
+}
+
+/// The objects of `files` fitted to `ns` and `sa`, as YAML documents.
+fn fitted(files: &[KitFile], ns: &str, sa: &str) -> Result<String, KitError> {
     let mut docs = Vec::new();
-    for (file, text) in files(executor, version) {
+    for &(file, text) in files {
         let parsed: Vec<Value> = serde_saphyr::from_multiple(text).map_err(|e| KitError {
             file,
             source: Box::new(e),
@@ -154,6 +165,11 @@ pub fn executor_rbac(
         docs.extend(parsed.into_iter().map(|d| fit(d, ns, sa).to_string()));
     }
     Ok(docs.join("\n---\n"))
+}
+
+/// The kit's artifact-GC role (`artifact-gc.yaml`) bound to service account `sa` of `ns`.
+pub fn artifact_gc_rbac(ns: &str, sa: &str) -> Result<String, KitError> {
+    fitted(&[ARTIFACT_GC], ns, sa)
 }
 
 /// Fit one kit object to the run's namespace and service account.

@@ -6,8 +6,12 @@
 //! Output artifacts go to a local artifact repository: a host directory (`--artifacts`,
 //! default a fresh temp directory that is kept) mounted into init and wait at
 //! [`REPO_MOUNT`]; the template's archive location points there unless it has its own.
+//! `--artifact-gc` then deletes the output artifacts the step stored, with Argo's GC pod
+//! ([`gc`]), and prints the result per artifact; the exit status stays the step's.
+//!
 //! Exit status: 0 Succeeded, 1 Failed, 2 Error or bad input.
 
+pub(crate) mod gc;
 mod kit;
 mod mounts;
 mod objects;
@@ -128,6 +132,12 @@ pub struct Args {
     /// look at or change its objects with kubectl while the step runs (mode 0600).
     #[arg(long, value_name = "FILE")]
     pub kubeconfig_out: Option<PathBuf>,
+    /// When the step has ended, delete the output artifacts it stored as Argo's artifact GC
+    /// does (a WorkflowArtifactGCTask and a GC pod running `argoexec artifact delete` with
+    /// the deploy kit's artifact-gc role) and print the result per artifact. Artifacts whose
+    /// `artifactGC.strategy` is `Never` are kept.
+    #[arg(long)]
+    pub artifact_gc: bool,
     /// Value of the io.argoexec-rs.node label on the run's containers (default: pid-<pid>).
     #[arg(long, env = "ARGOEXEC_NODE_LABEL", hide = true)]
     pub node_label: Option<String>,
@@ -218,7 +228,22 @@ async fn execute(args: &Args) -> anyhow::Result<(Outcome, PathBuf)> {
     if let Some(p) = progress {
         let _ = p.await;
     }
-    let outcome = read_back(args, &plan, pod_run, &status, &mains, interrupted).await?;
+    let node_id = pod_run.node_id().to_string();
+    let (mut outcome, server) = read_back(args, &plan, pod_run, &status, &mains, interrupted).await?;
+    if let Some(server) = server {
+        let input = gc::GcInput {
+            plan: &plan,
+            node_id: &node_id,
+            artifacts: &outcome.outputs.artifacts,
+            executor_image: &args.executor_image,
+            log_level: &args.executor_loglevel,
+            repo: &repo,
+        };
+        let collected = gc::collect(server, &input, args.keep)
+            .await
+            .context("artifact GC (--artifact-gc)")?;
+        outcome.artifact_gc = Some(collected);
+    }
     Ok((outcome, repo))
 }
 
@@ -363,7 +388,8 @@ async fn follow_to_the_end(pod_run: &session::Session) -> bool {
 }
 
 /// Read the outputs back, clean up (or keep) the pod, and assess the node as the controller
-/// would.
+/// would. With `--artifact-gc` the node is handed back instead (for the GC pod) unless the
+/// run was interrupted or the pod never started.
 async fn read_back(
     args: &Args,
     plan: &super::plan::Plan,
@@ -371,7 +397,7 @@ async fn read_back(
     status: &k8s_openapi::api::core::v1::PodStatus,
     mains: &[String],
     interrupted: bool,
-) -> anyhow::Result<Outcome> {
+) -> anyhow::Result<(Outcome, Option<argoexec_node_server::NodeServer>)> {
     if let Some(dir) = &args.logs {
         pod_run
             .save_logs(dir)
@@ -395,11 +421,18 @@ async fn read_back(
     if args.keep {
         let ids = pod_run.container_ids().await;
         eprintln!("argoexec run: --keep: containers kept: {}", ids.join(" "));
+    }
+    let start_failure = session::Session::start_failure(status);
+    let server = if args.artifact_gc && !interrupted && start_failure.is_none() {
+        pod_run.into_server()
+    } else if args.keep {
         pod_run.keep();
+        None
     } else {
         pod_run.cleanup().await.context("cleaning up the pod")?;
-    }
-    if let Some(m) = session::Session::start_failure(status) {
+        None
+    };
+    if let Some(m) = start_failure {
         return Err(session::start_error(m));
     }
     let reported = (report.via != "none").then_some((&report.outputs, report.message.as_deref()));
@@ -418,7 +451,7 @@ async fn read_back(
         outcome.phase = Phase::Error;
         outcome.message = Some("pod deleted".into());
     }
-    Ok(outcome)
+    Ok((outcome, server))
 }
 
 /// A `v1` Secret named `name` holding `data` (base64, as the API stores it).
@@ -477,6 +510,7 @@ fn usage_error(args: &Args, e: &anyhow::Error) -> i32 {
             requests: Vec::new(),
             faults: None,
             terminated_seen: Default::default(),
+            artifact_gc: None,
         };
         println!("{}", outcome::to_json(&o, REPO_MOUNT, Path::new("/")));
     }
@@ -517,4 +551,36 @@ fn print_outcome(args: &Args, o: &Outcome, repo: &Path) {
         }
     }
     println!("repository: {}", repo.display());
+    if let Some(gc) = &o.artifact_gc {
+        print_gc(gc);
+    }
+}
+
+/// The `--artifact-gc` part of the text output.
+fn print_gc(gc: &gc::GcOutcome) {
+    if gc.pod.is_empty() {
+        println!("artifact GC: nothing to delete");
+    } else {
+        println!("artifact GC: pod {} {}", gc.pod, gc.phase);
+    }
+    for r in &gc.results {
+        match &r.error {
+            None if r.success => println!("  {:<20} deleted", r.name),
+            e => println!(
+                "  {:<20} not deleted: {}",
+                r.name,
+                e.as_deref().unwrap_or("unknown error")
+            ),
+        }
+    }
+    for name in &gc.kept {
+        println!("  {name:<20} kept (artifactGC.strategy: Never)");
+    }
+    if gc.failures() > 0 {
+        eprintln!(
+            "argoexec run: artifact GC: {} of {} artifacts not deleted",
+            gc.failures(),
+            gc.results.len()
+        );
+    }
 }

@@ -10,7 +10,7 @@ use k8s_openapi::api::core::v1::{HostPathVolumeSource, Pod, Volume, VolumeMount}
 
 use super::REPO_MOUNT;
 
-const REPO_VOLUME: &str = "argoexec-artifacts";
+pub const REPO_VOLUME: &str = "argoexec-artifacts";
 
 /// A non-root wait container (its or the pod's `runAsUser`, else its image's numeric `USER`,
 /// as in the `-nonroot` executor image) writes its outputs under the key directory of the

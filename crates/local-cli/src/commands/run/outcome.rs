@@ -69,6 +69,8 @@ pub struct Outcome {
     /// When the node's API first showed each container terminated (Unix nanoseconds): the
     /// "status change" the wait-notice benchmark measures from.
     pub terminated_seen: std::collections::BTreeMap<String, u128>,
+    /// What `--artifact-gc` did.
+    pub artifact_gc: Option<super::gc::GcOutcome>,
 }
 
 /// Assess `status` given the main container names and the wait container's report.
@@ -111,6 +113,7 @@ pub fn assess(status: &PodStatus, mains: &[String], report: Option<(&Outputs, Op
         requests: Vec::new(),
         faults: None,
         terminated_seen: Default::default(),
+        artifact_gc: None,
     };
 
     for c in status.init_container_statuses.iter().flatten() {
@@ -240,6 +243,9 @@ pub fn to_json(o: &Outcome, repo_mount: &str, repo_host: &Path) -> Value {
     });
     if let Some(f) = &o.faults {
         out["faults"] = f.clone();
+    }
+    if let Some(gc) = &o.artifact_gc {
+        out["artifactGC"] = gc.to_json();
     }
     out
 }

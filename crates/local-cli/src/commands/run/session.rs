@@ -62,7 +62,6 @@ impl Session {
         version: ArgoVersion,
     ) -> anyhow::Result<Self> {
         let ns = pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
-        let name = pod.metadata.name.clone().unwrap_or_default();
         let sa = pod
             .spec
             .as_ref()
@@ -77,6 +76,16 @@ impl Session {
         for dir in rbac {
             server.rbac().load_dir(dir)?;
         }
+        Self::start_loaded(server, pod).await
+    }
+
+    /// Create `pod` on the started `server` whose RBAC is already loaded.
+    ///
+    /// # Errors
+    /// The API refuses the pod.
+    pub async fn start_loaded(server: NodeServer, pod: Pod) -> anyhow::Result<Self> {
+        let ns = pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+        let name = pod.metadata.name.clone().unwrap_or_default();
         let node_id = pod
             .metadata
             .annotations
@@ -142,6 +151,11 @@ impl Session {
             deleted,
             stopped: std::sync::atomic::AtomicBool::new(false),
         })
+    }
+
+    /// The step's node ID (the pod's `workflows.argoproj.io/node-id`, else its name).
+    pub fn node_id(&self) -> &str {
+        &self.node_id
     }
 
     /// Whether someone else deleted the pod while it ran (Argo's "pod deleted").
@@ -291,6 +305,12 @@ impl Session {
             s.shutdown().await;
         }
         Ok(())
+    }
+
+    /// The node server, for another pod of the run (artifact GC); the pod stays on it until
+    /// the server shuts down.
+    pub fn into_server(mut self) -> Option<NodeServer> {
+        self.server.take()
     }
 
     /// Leave the containers in place (`--keep`).
