@@ -161,7 +161,7 @@ fn a_data_entrypoint_lists_and_filters_s3_keys() {
     std::fs::write(creds.path().join("accesskey"), m.access_key()).unwrap();
     std::fs::write(creds.path().join("secretkey"), m.secret_key()).unwrap();
     // The README's example, pointed at moto.
-    let text = std::fs::read_to_string(example("data-filter.yaml"))
+    let text = std::fs::read_to_string(example("s3/data-filter.yaml"))
         .unwrap()
         .replace("127.0.0.1:9000", &m.host_port())
         .replace("my-bucket", BUCKET);
