@@ -7,7 +7,6 @@
 //! the same 150 ms later. The API calls (list, status patch) are retried on 429, 5xx and
 //! connection failures, 4 attempts (client-go's `DefaultBackoff`, as the resource step).
 
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -113,39 +112,6 @@ pub fn chain(e: &(dyn std::error::Error + 'static)) -> String {
         cur = c.source();
     }
     text
-}
-
-/// Run an API call up to 4 times while it fails transiently (429, 5xx, no answer).
-///
-/// # Errors
-/// The last error.
-pub async fn api_retry<T, F, Fut>(mut op: F) -> Result<T, kube::Error>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<T, kube::Error>>,
-{
-    let mut wait = Duration::from_millis(10);
-    let mut attempt = 1;
-    loop {
-        match op().await {
-            Ok(v) => return Ok(v),
-            Err(e) if attempt < 4 && transient(&e) => {
-                tracing::warn!(error = %e, attempt, "transient API failure, retrying");
-                tokio::time::sleep(wait).await;
-                wait *= 5;
-                attempt += 1;
-            }
-            Err(e) => return Err(e),
-        }
-    }
-}
-
-fn transient(e: &kube::Error) -> bool {
-    match e {
-        kube::Error::Api(s) => matches!(s.code, 429 | 500 | 502 | 503 | 504),
-        kube::Error::HyperError(_) | kube::Error::Service(_) => true,
-        _ => false,
-    }
 }
 
 #[cfg(test)]

@@ -24,6 +24,7 @@ use argoexec_core::artifact_gc::{
     ArtifactGcStatus, ArtifactResult, ArtifactResultNodeStatus, GC_POD_LABEL, GROUP, KIND, PLURAL, VERSION,
     WorkflowArtifactGCTask,
 };
+use argoexec_kube::retry::{Backoff, retry};
 use futures::StreamExt;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams};
 use serde_json::json;
@@ -110,7 +111,7 @@ pub async fn run(client: &kube::Client, opts: &Options) -> Result<Summary, GcErr
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &opts.namespace, &task_resource());
     let selector = format!("{GC_POD_LABEL}={}", opts.label);
     let params = ListParams::default().labels(&selector);
-    let list = delete::api_retry(|| api.list(&params))
+    let list = retry(&Backoff::DEFAULT, || api.list(&params))
         .await
         .map_err(|source| GcError::List {
             namespace: opts.namespace.clone(),
@@ -142,7 +143,7 @@ pub async fn run(client: &kube::Client, opts: &Options) -> Result<Summary, GcErr
         }
         let patch = Patch::Merge(json!({ "status": status }));
         let pp = PatchParams::default();
-        delete::api_retry(|| api.patch_status(&name, &pp, &patch))
+        retry(&Backoff::DEFAULT, || api.patch_status(&name, &pp, &patch))
             .await
             .map_err(|source| GcError::Patch {
                 namespace: opts.namespace.clone(),

@@ -54,6 +54,9 @@ enum Command {
     /// Move an artifact by hand (put, get, ls or rm at an Argo artifact location), or
     /// `artifact delete`: the artifact-GC pod's main.
     Artifact(commands::artifact::Args),
+    /// The agent pod of HTTP and executor-plugin templates: `agent init` writes the
+    /// plugins' tokens, `agent main` runs the workflow's task set.
+    Agent(commands::agent::Args),
     /// The local node's pause container: hold the pod's namespaces, reap orphans.
     #[command(hide = true)]
     Pause,
@@ -103,6 +106,11 @@ fn main() {
                 starting();
             }
             commands::artifact::run(a)
+        }
+        Command::Agent(a) => {
+            log();
+            starting();
+            commands::agent::run(&a)
         }
         Command::Version => {
             let executors = if argoexec_backends::LEGACY_EXECUTORS {

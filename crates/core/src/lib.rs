@@ -3,6 +3,7 @@
 //! This crate is the bottom of the workspace: everything else depends on it and it depends on
 //! nothing of ours. It owns
 //! - [`artifact_gc`]: artifact GC's `WorkflowArtifactGCTask` resource;
+//! - [`task_set`]: the agent's `WorkflowTaskSet` resource and Argo's `NodeResult`;
 //! - [`template`]: the subset of Argo's `Template` an executor needs (camelCase JSON, unknown
 //!   fields preserved on a round trip);
 //! - [`env`]: the `ARGO_*` environment contract parsed into one typed struct;
@@ -33,6 +34,7 @@ pub mod names;
 pub mod param_file;
 pub mod paths;
 pub mod protocol;
+pub mod task_set;
 pub mod template;
 
 pub use argo_version::ArgoVersion;

@@ -8,6 +8,7 @@
 
 pub mod container;
 pub mod data;
+pub mod http;
 mod io;
 mod location;
 mod relocate;
@@ -18,6 +19,7 @@ pub use container::{
     UserContainer, VolumeMount,
 };
 pub use data::{DataSource, DataTemplate, TransformationStep};
+pub use http::{HttpBodySource, HttpHeaderSource, HttpRequestHeader, HttpTemplate, SecretKeyRef};
 pub use io::{ArchiveKind, ArchiveStrategy, Artifact, Inputs, Outputs, Parameter, TarStrategy, ValueFrom};
 pub use location::{
     ArchiveLocation, ArtifactLocation, ArtifactoryArtifact, AzureArtifact, BasicAuth, GcsArtifact,
@@ -69,6 +71,13 @@ pub struct Template {
     /// A data template (`argoexec data` in main).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<DataTemplate>,
+    /// An HTTP template (run by the agent pod, `argoexec agent main`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http: Option<HttpTemplate>,
+    /// An executor-plugin template: one key, the plugin's name, over the plugin's own
+    /// configuration (run by the agent pod through the plugin's sidecar).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plugin: Option<Value>,
     /// Sidecars started with the main container(s).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sidecars: Vec<UserContainer>,

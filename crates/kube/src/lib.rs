@@ -13,7 +13,9 @@
 //! - `ops` (feature `exec`): graceful kill and file reads over exec, written once for both
 //!   backends;
 //! - [`lookup`]: the rule for a backend that cannot find its own pod (a bounded wait, then
-//!   `NotFound`), shared by the kubelet, k8sapi and pns backends.
+//!   `NotFound`), shared by the kubelet, k8sapi and pns backends;
+//! - [`retry`]: transient API failures retried with a client-go backoff, shared by the
+//!   subcommands that call the API (resource, artifact GC, agent).
 
 pub mod client;
 #[cfg(feature = "exec")]
@@ -23,6 +25,7 @@ pub mod lookup;
 #[cfg(feature = "exec")]
 pub mod ops;
 pub mod podstate;
+pub mod retry;
 pub mod tls;
 
 pub use client::{ClientError, Endpoint};

@@ -58,7 +58,18 @@ impl Azurite {
 }
 
 impl Drop for Azurite {
+    /// Closing the launcher's stdin makes it stop the emulator and exit; killing the launcher
+    /// instead would orphan the emulator, which keeps the test's stderr open (a `| tail` or a
+    /// CI log pipe then never ends). Killed only if it has not gone within five seconds.
     fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while std::time::Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }

@@ -1,14 +1,16 @@
 //! Real servers for tests and benchmarks, started on loopback and gone with the process:
 //! [`moto::Moto`] (an S3 server with signature checking on), [`azurite::Azurite`] (Azure
-//! Blob), [`fake_gcs::FakeGcs`] (Google Cloud Storage) and [`files::FileServer`]
-//! (HTTP GET/HEAD/PUT/DELETE over a directory, with ranges and basic auth); and
-//! [`sweep::Sweep`], which removes a local node's containers when a test ends.
+//! Blob), [`fake_gcs::FakeGcs`] (Google Cloud Storage), [`files::FileServer`]
+//! (HTTP GET/HEAD/PUT/DELETE over a directory, with ranges and basic auth);
+//! [`sweep::Sweep`], which removes a local node's containers when a test ends, and
+//! [`web::WebServer`], a scripted HTTP(S) server and executor plugin for the agent.
 
 pub mod azurite;
 pub mod fake_gcs;
 pub mod files;
 pub mod moto;
 pub mod sweep;
+pub mod web;
 
 /// A free TCP port on 127.0.0.1 (bound, then released for the server to take).
 pub fn free_port() -> u16 {

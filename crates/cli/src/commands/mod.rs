@@ -1,6 +1,7 @@
 //! One module per subcommand, plus the shared failure path ([`fail`]) and the bootstrap of
 //! init and wait ([`bootstrap`]).
 
+pub mod agent;
 pub mod artifact;
 pub mod data;
 pub mod emissary;

@@ -60,7 +60,8 @@ pub struct Args {
     /// A workflow-controller-configmap manifest.
     #[arg(long)]
     pub config: Option<PathBuf>,
-    /// The artifact repository: a host directory (default: a new temp directory, kept) or
+    /// The artifact repository: a host directory (default: a new temp directory, kept when
+    /// the run stored anything in it) or
     /// `s3://bucket/prefix` (credentials from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY).
     #[arg(long)]
     pub artifacts: Option<String>,
@@ -151,7 +152,9 @@ pub fn run(args: Args) -> i32 {
     };
     match rt.block_on(execute(&args)) {
         Ok((outcome, repo)) => {
-            print_outcome(&args, &outcome, &repo);
+            // The default repository directory goes when the run stored nothing in it.
+            let pruned = args.artifacts.is_none() && mounts::prune_empty(&repo);
+            print_outcome(&args, &outcome, &repo, pruned);
             outcome.phase.exit_status()
         }
         Err(e) => usage_error(&args, &e),
@@ -517,7 +520,7 @@ fn usage_error(args: &Args, e: &anyhow::Error) -> i32 {
     2
 }
 
-fn print_outcome(args: &Args, o: &Outcome, repo: &Path) {
+fn print_outcome(args: &Args, o: &Outcome, repo: &Path, pruned: bool) {
     if args.output == Output::Json {
         println!("{}", outcome::to_json(o, REPO_MOUNT, repo));
         return;
@@ -550,7 +553,11 @@ fn print_outcome(args: &Args, o: &Outcome, repo: &Path) {
             println!("  {:<20} {path}", a.name);
         }
     }
-    println!("repository: {}", repo.display());
+    if pruned {
+        println!("repository: {} (nothing stored; removed)", repo.display());
+    } else {
+        println!("repository: {}", repo.display());
+    }
     if let Some(gc) = &o.artifact_gc {
         print_gc(gc);
     }

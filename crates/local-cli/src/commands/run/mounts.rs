@@ -123,3 +123,19 @@ pub fn write_kubelet_ca(server: &argoexec_node_server::NodeServer, pod: &str) ->
         .with_context(|| format!("cannot write {}", dir.display()))?;
     Ok(dir)
 }
+
+/// Remove the empty directories under `dir`, then `dir` itself if it is left empty; keeps
+/// every file. Used for the default repository directory of a run that stored nothing
+/// there (outputs in S3, or none), so runs do not litter the temporary directory. Returns
+/// whether `dir` is gone.
+pub fn prune_empty(dir: &Path) -> bool {
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                prune_empty(&e.path());
+            }
+        }
+    }
+    // remove_dir refuses a directory that still holds anything.
+    std::fs::remove_dir(dir).is_ok()
+}
