@@ -5,7 +5,8 @@
 //! As Argo (`NewAgentInitCommand` with apimachinery's `rand.String(32)`): 32 characters from
 //! the 27-letter alphabet without vowels or look-alike digits, so a token never spells a
 //! word; `<container>` is the sidecar's container name from `ARGO_PLUGIN_NAMES`. Unlike Argo
-//! the directory may already exist (a restarted init container), and a token is written to
+//! the directory may already exist (a restarted init container) and `/var/run/argo` is made
+//! when missing, and a token is written to
 //! a temporary file and renamed, so a sidecar never reads half of one.
 
 use std::io::Write as _;
@@ -77,11 +78,11 @@ pub fn write_tokens(paths: &PodPaths, names: &[String]) -> Result<Vec<PathBuf>, 
             let (name, path) = (name.clone(), path.to_path_buf());
             move |source| InitError::Write { name, path, source }
         };
-        match std::fs::DirBuilder::new().mode(0o770).create(&dir) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(err(&dir)(e)),
-        }
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o770)
+            .create(&dir)
+            .map_err(err(&dir))?;
         let path = crate::config::token_path(paths, name);
         let tmp = dir.join(".token.tmp");
         let _ = std::fs::remove_file(&tmp);

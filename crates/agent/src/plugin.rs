@@ -83,7 +83,7 @@ pub struct PluginRunner {
 
 /// One call's outcome.
 enum Call {
-    Node(NodeResult, Option<Duration>),
+    Node(Box<NodeResult>, Option<Duration>),
     NotMine,
     Unsupported,
 }
@@ -124,7 +124,7 @@ impl PluginRunner {
                 continue;
             }
             match self.call(p, &body).await {
-                Ok(Call::Node(node, requeue)) => return (node, requeue),
+                Ok(Call::Node(node, requeue)) => return (*node, requeue),
                 Ok(Call::NotMine) => {}
                 Ok(Call::Unsupported) => {
                     tracing::info!(plugin = %p.name, "plugin does not serve {EXECUTE_PATH}; not asked again");
@@ -193,7 +193,7 @@ impl PluginRunner {
             .as_deref()
             .and_then(parse_go_duration)
             .filter(|d| !d.is_zero() && node.phase != phase::SUCCEEDED);
-        Ok(Call::Node(node, requeue))
+        Ok(Call::Node(Box::new(node), requeue))
     }
 }
 
