@@ -258,7 +258,8 @@ fn main(pod_name: &str, mounts: &[core::VolumeMount], opts: &BuildOptions) -> co
     }
 }
 
-fn minimal_pod_sc() -> core::PodSecurityContext {
+/// Argo's `MinimalPodSC` (v3.6+): non-root 8737 with the runtime's seccomp profile.
+pub(crate) fn minimal_pod_sc() -> core::PodSecurityContext {
     core::PodSecurityContext {
         run_as_non_root: Some(true),
         run_as_user: Some(8737),

@@ -25,6 +25,7 @@
 //! keys `kubeletServerName`, `kubeletCAFile`, `kubeletExec`); pns `shareProcessNamespace`
 //! and `SYS_PTRACE` on wait.
 
+pub mod agent;
 pub mod artifact_gc;
 mod containers;
 pub mod data;
