@@ -1,6 +1,6 @@
 //! What happens to a pod between the POST body and the node, as the API server's defaulting
 //! and service-account admission do it ([`admit`]: name or `generateName`, namespace,
-//! `restartPolicy` Never only, `nodeName`, `serviceAccountName`,
+//! `restartPolicy` Never (the default) or OnFailure, `nodeName`, `serviceAccountName`,
 //! `terminationGracePeriodSeconds`, the projected `kube-api-access-xxxxx` volume mounted in
 //! every container), and what the kubelet adds when it runs the pod ([`kubelet_env`]: the
 //! `KUBERNETES_SERVICE_*` env, the projection as a host directory).
@@ -64,13 +64,14 @@ fn defaults(spec: &mut PodSpec, name: &str, node_name: &str) -> Result<(), ApiEr
     }
     match spec.restart_policy.as_deref() {
         None | Some("Never") => spec.restart_policy = Some("Never".into()),
+        Some("OnFailure") => {}
         Some(other) => {
             return Err(ApiError::invalid(
                 &PODS,
                 name,
                 "spec.restartPolicy",
                 &format!(
-                    "Unsupported value: \"{other}\": the local node runs pods with restartPolicy Never only"
+                    "Unsupported value: \"{other}\": the local node runs pods with restartPolicy Never or OnFailure"
                 ),
             ));
         }
@@ -184,6 +185,13 @@ fn projected_volume(name: &str) -> Volume {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn on_failure_is_admitted_as_argo_s_agent_pod_asks() {
+        let body = json!({"metadata": {"name": "a"}, "spec": {"restartPolicy": "OnFailure", "containers": [{"name": "main"}]}});
+        let a = admit("ns", body, "n", &FaultSpec::default()).unwrap();
+        assert_eq!(a.pod.spec.unwrap().restart_policy.as_deref(), Some("OnFailure"));
+    }
 
     #[test]
     fn pods_are_defaulted_and_get_the_projection() {

@@ -1,7 +1,10 @@
 //! One pod's life on the local node, as the kubelet runs a `restartPolicy: Never` pod: init
 //! containers one at a time in order (the first failure fails the pod), then every container
 //! started in declaration order and waited for concurrently; the pod is `Succeeded` when all
-//! exit 0, `Failed` otherwise. A stop request (deletion) or `activeDeadlineSeconds` stops the
+//! exit 0, `Failed` otherwise. Under `restartPolicy: OnFailure` (Argo's agent pod) a
+//! container that exits non-zero, init or not, is started again after the kubelet's
+//! back-off (10 s, doubling, at most 5 minutes; waiting `CrashLoopBackOff` meanwhile, its
+//! `restartCount` and `lastState` kept) until it exits 0 or the pod is stopped. A stop request (deletion) or `activeDeadlineSeconds` stops the
 //! running containers with Docker's TERM → grace → KILL, and no further container starts.
 //!
 //! A container that cannot be created or started ends the pod: its status says why (the
@@ -98,7 +101,7 @@ async fn drive(s: &Shared) -> Option<Failure> {
             Err(e) => Err(e),
         };
         match id {
-            Ok(id) if wait_exit(s, &c.name, &id).await == 0 => {}
+            Ok(id) if run_to_end(s, c, &id).await == 0 => {}
             Ok(_) => return Some(Failure::Init(c.name.clone())),
             Err((id, e)) => {
                 not_run(s, c, &id, e);
@@ -113,7 +116,7 @@ async fn drive(s: &Shared) -> Option<Failure> {
     }
     let mut waits: FuturesUnordered<_> = started
         .into_iter()
-        .map(|(c, id)| async move { wait_exit(s, &c.name, &id).await })
+        .map(|(c, id)| async move { run_to_end(s, c, &id).await })
         .collect();
     while waits.next().await.is_some() {}
     failure
@@ -273,6 +276,34 @@ async fn launch(s: &Shared, c: &Container, id: &str) -> Result<(), (String, NotR
         stop_one(s, id, grace).await;
     }
     Ok(())
+}
+
+/// The kubelet's longest restart back-off.
+const BACKOFF_CAP: Duration = Duration::from_secs(300);
+
+/// Wait for `c` to end; under `restartPolicy: OnFailure` start it again after a failure,
+/// with back-off, until it exits 0 or the pod is stopped. Returns the last exit code.
+async fn run_to_end(s: &Shared, c: &Container, id: &str) -> i64 {
+    let on_failure = s.pod.spec.as_ref().and_then(|p| p.restart_policy.as_deref()) == Some("OnFailure");
+    let mut backoff = s.restart_backoff;
+    loop {
+        let code = wait_exit(s, &c.name, id).await;
+        if code == 0 || !on_failure || s.stop.is_cancelled() {
+            return code;
+        }
+        tracing::info!(pod = s.pod.metadata.name.as_deref(), container = %c.name, code, ?backoff, "restarting a failed container");
+        s.status
+            .send_modify(|st| status::set_back_off(st, &c.name, backoff));
+        tokio::select! {
+            () = s.stop.cancelled() => return code,
+            () = tokio::time::sleep(backoff) => {}
+        }
+        backoff = (backoff * 2).min(BACKOFF_CAP);
+        if let Err((id, e)) = launch(s, c, id).await {
+            not_run(s, c, &id, e);
+            return code;
+        }
+    }
 }
 
 /// Wait for container `id` to stop and record how it ended; returns its exit code.

@@ -41,6 +41,9 @@ pub struct NodeConfig {
     /// names the pod's [`ObjectSource`] does not have (volumes and env). Never printed:
     /// `Debug` shows names and keys only.
     pub secrets: std::collections::BTreeMap<String, ObjectData>,
+    /// The first wait before a failed container of a `restartPolicy: OnFailure` pod is
+    /// started again (doubled each time, at most 5 minutes; the kubelet's is 10 s).
+    pub restart_backoff: std::time::Duration,
 }
 
 impl std::fmt::Debug for NodeConfig {
@@ -53,6 +56,7 @@ impl std::fmt::Debug for NodeConfig {
             .field("pause_command", &self.pause_command)
             .field("node_label", &self.node_label)
             .field("secrets", &keys_only(&self.secrets))
+            .field("restart_backoff", &self.restart_backoff)
             .finish()
     }
 }
@@ -67,6 +71,7 @@ impl Default for NodeConfig {
             pause_command: vec!["/argoexec-emissary".into(), "pause".into()],
             node_label: format!("pid-{}", std::process::id()),
             secrets: std::collections::BTreeMap::new(),
+            restart_backoff: std::time::Duration::from_secs(10),
         }
     }
 }
@@ -196,11 +201,13 @@ impl LocalNode {
             ids: std::sync::Mutex::new(vec![("POD".into(), pause_id)]),
             stop: CancellationToken::new(),
             stop_grace: std::sync::Mutex::new(None),
+            restart_backoff: self.config.restart_backoff,
         });
         Ok(PodRun::spawn(shared))
     }
 
-    /// Check the spec the node can run and default it (`restartPolicy`, `nodeName`).
+    /// Check the spec the node can run and default it (`restartPolicy` Never or OnFailure,
+    /// `nodeName`).
     fn admit(&self, pod: &mut Pod) -> Result<(), NodeError> {
         let name = pod
             .metadata
@@ -221,6 +228,7 @@ impl LocalNode {
         }
         match spec.restart_policy.as_deref() {
             None | Some("Never") => spec.restart_policy = Some("Never".into()),
+            Some("OnFailure") => {}
             Some(other) => {
                 return Err(NodeError::Unsupported {
                     pod: name,

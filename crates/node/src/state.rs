@@ -32,6 +32,8 @@ pub(crate) struct Shared {
     pub stop: CancellationToken,
     /// Grace period requested with the stop, and why.
     pub stop_grace: Mutex<Option<(Duration, StopReason)>>,
+    /// First restart back-off of an `OnFailure` pod's failed container.
+    pub restart_backoff: Duration,
 }
 
 /// Why a pod was stopped before its containers ended by themselves.

@@ -104,6 +104,27 @@ pub fn set_running(status: &mut PodStatus, name: &str, id: &str) {
     }
 }
 
+/// Container `name` failed and waits to be started again (`OnFailure`): its terminated state
+/// becomes `lastState`, it waits in `CrashLoopBackOff`, its `restartCount` goes up.
+pub fn set_back_off(status: &mut PodStatus, name: &str, backoff: std::time::Duration) {
+    if let Some(cs) = find(status, name) {
+        cs.last_state = cs.state.take();
+        cs.restart_count += 1;
+        cs.ready = false;
+        cs.started = Some(false);
+        cs.state = Some(ContainerState {
+            waiting: Some(k8s_openapi::api::core::v1::ContainerStateWaiting {
+                reason: Some("CrashLoopBackOff".into()),
+                message: Some(format!(
+                    "back-off {}s restarting failed container={name}",
+                    backoff.as_secs()
+                )),
+            }),
+            ..Default::default()
+        });
+    }
+}
+
 /// Mark container `name` terminated from Docker's inspect view and its termination message.
 pub fn set_terminated(
     status: &mut PodStatus,

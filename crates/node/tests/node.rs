@@ -537,3 +537,82 @@ spec:
     );
     assert!(container(&s, "main").container_id.is_none());
 }
+
+async fn node_with_backoff(label: &str, state: &std::path::Path, backoff: Duration) -> LocalNode {
+    LocalNode::connect(NodeConfig {
+        state_dir: state.to_path_buf(),
+        node_label: format!("nodetest-{}-{label}", std::process::id()),
+        restart_backoff: backoff,
+        ..Default::default()
+    })
+    .await
+    .expect("Docker Engine with argoexec:dev and busybox:latest (run `bash scripts/setup.sh`)")
+}
+
+#[tokio::test]
+async fn on_failure_restarts_failed_containers_until_they_succeed() {
+    if !docker_ready() {
+        return;
+    }
+    let state = tempfile::tempdir().unwrap();
+    let node = node_with_backoff("onfailure", state.path(), Duration::from_millis(100)).await;
+    // Fails once (init and main alike), then succeeds: the emptyDir remembers the first try.
+    let p = pod(r#"
+metadata: {name: t13}
+spec:
+  restartPolicy: OnFailure
+  volumes: [{name: w, emptyDir: {}}]
+  initContainers:
+    - {name: init, image: busybox, command: [sh, -c, 'test -f /w/i || { touch /w/i; exit 4; }'], volumeMounts: [{name: w, mountPath: /w}]}
+  containers:
+    - {name: main, image: busybox, command: [sh, -c, 'test -f /w/m || { touch /w/m; exit 3; }'], volumeMounts: [{name: w, mountPath: /w}]}
+"#);
+    let run = node.start_pod(p).await.unwrap();
+    let s = finish(&node, run, state.path()).await;
+    assert_eq!(s.phase.as_deref(), Some("Succeeded"), "{s:?}");
+    for (name, code) in [("init", 4), ("main", 3)] {
+        let c = container(&s, name);
+        assert_eq!(c.restart_count, 1, "{name}: {c:?}");
+        let last = c.last_state.as_ref().and_then(|l| l.terminated.as_ref()).unwrap();
+        assert_eq!(last.exit_code, code, "{name}");
+        assert_eq!(terminated(&s, name).0, 0);
+    }
+}
+
+#[tokio::test]
+async fn a_stop_during_the_back_off_ends_an_on_failure_pod() {
+    if !docker_ready() {
+        return;
+    }
+    let state = tempfile::tempdir().unwrap();
+    let node = node_with_backoff("backoff", state.path(), Duration::from_secs(3600)).await;
+    let p = pod(r#"
+metadata: {name: t14}
+spec:
+  restartPolicy: OnFailure
+  containers:
+    - {name: main, image: busybox, command: [sh, -c, 'exit 2']}
+"#);
+    let run = node.start_pod(p).await.unwrap();
+    let mut status = run.status();
+    let waiting = status
+        .wait_for(|s| argoexec_node::status::all(s).any(|c| c.name == "main" && c.restart_count == 1))
+        .await
+        .unwrap()
+        .clone();
+    let c = container(&waiting, "main");
+    let reason = c
+        .state
+        .as_ref()
+        .and_then(|st| st.waiting.as_ref())
+        .and_then(|w| w.reason.clone());
+    assert_eq!(reason.as_deref(), Some("CrashLoopBackOff"));
+    assert_eq!(
+        waiting.phase.as_deref(),
+        Some("Running"),
+        "a restarting pod is still running"
+    );
+    run.stop(Duration::from_secs(1));
+    let s = finish(&node, run, state.path()).await;
+    assert_eq!(s.phase.as_deref(), Some("Failed"), "{s:?}");
+}
