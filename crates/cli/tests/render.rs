@@ -107,3 +107,20 @@ fn renders_the_artifact_gc_task_and_pod() {
     assert_eq!(code, 2);
     assert!(err.contains("no output artifacts"), "{err}");
 }
+
+#[test]
+fn renders_the_agent_task_set_and_pod_for_an_http_template() {
+    let (code, yaml, err) = render(&["http/http-template.yaml", "-p", "url=http://svc/x"]);
+    assert_eq!(code, 0, "{err}");
+    let docs: Vec<serde_json::Value> = serde_saphyr::from_multiple(&yaml).unwrap();
+    assert_eq!(docs[0]["kind"], "WorkflowTaskSet");
+    assert_eq!(
+        docs[0]["spec"]["tasks"]["http-template-local"]["http"]["url"],
+        "http://svc/x"
+    );
+    let pod = &docs[1];
+    assert_eq!(pod["metadata"]["name"], "http-template-local-1340600742-agent");
+    assert_eq!(pod["spec"]["restartPolicy"], "OnFailure");
+    assert_eq!(pod["spec"]["initContainers"][0]["args"][1], "init");
+    assert_eq!(pod["spec"]["containers"][0]["args"][1], "main");
+}

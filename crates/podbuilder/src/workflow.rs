@@ -64,6 +64,8 @@ struct Spec {
     pod_spec_patch: Option<String>,
     #[serde(default, rename = "artifactGC")]
     artifact_gc: Option<Value>,
+    #[serde(default, rename = "serviceAccountName")]
+    service_account_name: Option<String>,
 }
 
 /// A parsed Workflow.
@@ -79,6 +81,8 @@ pub struct Workflow {
     pub arguments: Value,
     /// `spec.artifactGC`, raw (strategy, serviceAccountName, podMetadata, podSpecPatch).
     pub artifact_gc: Option<Value>,
+    /// `spec.serviceAccountName` (the agent pod runs as it).
+    pub service_account_name: Option<String>,
 }
 
 impl Workflow {
@@ -112,6 +116,7 @@ impl Workflow {
             templates: spec.templates,
             arguments: spec.arguments,
             artifact_gc: spec.artifact_gc,
+            service_account_name: spec.service_account_name.filter(|s| !s.is_empty()),
         })
     }
 

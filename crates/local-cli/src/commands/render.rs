@@ -72,6 +72,9 @@ fn render(args: &Args) -> anyhow::Result<String> {
         random_name: false,
         argo_version: args.argo_version,
     })?;
+    if super::run::agent::is_agent_template(&plan.template) {
+        return super::run::agent::render(&plan, &args.executor_image);
+    }
     let built = plan.build(&args.executor_image, "info")?;
     if args.artifact_gc {
         return render_gc(args, &plan, &built.pod);

@@ -43,6 +43,11 @@ const ARTIFACT_GC: KitFile = (
     include_str!("../../../../../deploy/rbac/artifact-gc.yaml"),
 );
 
+const AGENT: KitFile = (
+    "agent.yaml",
+    include_str!("../../../../../deploy/rbac/agent.yaml"),
+);
+
 /// The kit files a pod of `version` with `executor` needs.
 pub fn files(executor: ExecutorKind, version: ArgoVersion) -> Vec<KitFile> {
     let mut files = vec![
@@ -170,6 +175,14 @@ fn fitted(files: &[KitFile], ns: &str, sa: &str) -> Result<String, KitError> {
 /// The kit's artifact-GC role (`artifact-gc.yaml`) bound to service account `sa` of `ns`.
 pub fn artifact_gc_rbac(ns: &str, sa: &str) -> Result<String, KitError> {
     fitted(&[ARTIFACT_GC], ns, sa)
+}
+
+/// The kit's agent role (`deploy/rbac/agent.yaml`) bound to `sa` in `ns`.
+///
+/// # Errors
+/// [`KitError`] when the kit file does not parse.
+pub fn agent_rbac(ns: &str, sa: &str) -> Result<String, KitError> {
+    fitted(&[AGENT], ns, sa)
 }
 
 /// Fit one kit object to the run's namespace and service account.

@@ -11,6 +11,7 @@
 //!
 //! Exit status: 0 Succeeded, 1 Failed, 2 Error or bad input.
 
+pub(crate) mod agent;
 pub(crate) mod gc;
 mod kit;
 mod mounts;
@@ -177,6 +178,17 @@ async fn execute(args: &Args) -> anyhow::Result<(Outcome, PathBuf)> {
     let (repo, secrets) = prepare_repository(args, &mut plan)?;
     let mains = plan.template.main_container_names();
     let server = start_node(args).await?;
+    if agent::is_agent_template(&plan.template) {
+        let outcome = agent::run(
+            server,
+            &plan,
+            &args.executor_image,
+            &args.executor_loglevel,
+            args.keep,
+        )
+        .await?;
+        return Ok((outcome, repo));
+    }
     // As on a cluster, the config map's kubeletPort matches the node's kubelet.
     plan.config.kubelet_port = server.kubelet_port();
     let kubelet_ca = if plan.executor == ExecutorKind::Kubelet
