@@ -2,7 +2,7 @@
 # Usage: scripts/bench.sh [--quick] [--only NAME,...] [--out FILE] [--note TEXT]
 #
 # Runs every benchmark of bench/src/bin (archive, emissary, run, docker_copy, wait_notice,
-# base_layer, s3, taskresult, resource, footprint, gc) one after another, collects the BENCH-ROW line each prints per figure,
+# base_layer, s3, taskresult, resource, footprint, gc, agent) one after another, collects the BENCH-ROW line each prints per figure,
 # prints one markdown table (figure | ours | baseline | ratio | goal | met) and writes it to
 # FILE (default docs/performance.md) with the date (UTC), the machine (nproc, CPU model,
 # kernel), the mode and this exact command.
@@ -18,7 +18,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-all=(archive emissary run docker_copy wait_notice base_layer s3 taskresult resource footprint gc)
+all=(archive emissary run docker_copy wait_notice base_layer s3 taskresult resource footprint gc agent)
 command_line="bash scripts/bench.sh$(printf ' %q' "$@")"
 quick=0 only="" out=docs/performance.md note=""
 while [ $# -gt 0 ]; do
@@ -61,6 +61,7 @@ args_for() {
       resource) echo "$rel 10 3" ;;
       footprint) echo "$dist_dir argoexec-rs:footprint ${FOOTPRINT_BASELINE:-}" ;;
       gc) echo "--delete 2000 --list 10000" ;;
+      agent) echo "--tasks 200" ;;
     esac
   else
     case "$1" in
@@ -75,6 +76,7 @@ args_for() {
       resource) echo "$rel 50 10" ;;
       footprint) echo "$dist_dir argoexec-rs:footprint ${FOOTPRINT_BASELINE:-}" ;;
       gc) echo "--delete 10000 --list 100000" ;;
+      agent) echo "--tasks 1000" ;;
     esac
   fi
 }
