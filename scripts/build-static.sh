@@ -2,7 +2,9 @@
 # Build the statically linked release programs (glibc static-pie) in one cargo run:
 #   argoexec          — the in-pod executor (init, wait, artifact); the image's entrypoint;
 #   argoexec-emissary — the per-pod copy init installs at /var/run/argo/argoexec;
-#   argoexec-local    — the local tools (run, node, render), for the host.
+#   argoexec-local    — the local tools (run, node, render), for the host;
+#   argoexec-plugin-hello — the tests' executor plugin (scripts/images.sh), never in the
+#                       executor image.
 # The same build serves the image and the host (scripts/demo.sh runs the host's tools from
 # it). Symbols are stripped by the profile. Prints the sizes, then the directory last.
 #   bash scripts/build-static.sh [--profile release|dist] [--executors all|emissary]
@@ -33,7 +35,7 @@ target=$(rustc -vV | sed -n 's/^host: //p')
 dir="${STATIC_TARGET_DIR:-${CARGO_TARGET_DIR:-target}/static}"
 echo "build-static: cargo build --profile $profile ${features[*]} (static; the first build takes several minutes)" >&2
 RUSTFLAGS="-C target-feature=+crt-static" cargo build --profile "$profile" --locked --target "$target" \
-  "${features[@]}" -p argoexec -p argoexec-emissary -p argoexec-local --target-dir "$dir"
+  "${features[@]}" -p argoexec -p argoexec-emissary -p argoexec-local -p argoexec-plugin-hello --target-dir "$dir"
 out="$dir/$target/$profile"
 ls -l "$out/argoexec" "$out/argoexec-emissary" "$out/argoexec-local" >&2
 echo "$out"

@@ -5,7 +5,9 @@
 #   argoexec:dev and argoexec:dev-nonroot — the executor image (scripts/image.sh): the static
 #                    in-pod programs (argoexec, and argoexec-emissary, the per-pod copy init
 #                    installs) + the CA bundle. The local tools (argoexec-local) are built by the
-#                    same run but stay out of the image.
+#                    same run but stay out of the image;
+#   argoexec-plugin-hello:dev — FROM scratch + the static argoexec-plugin-hello, the executor
+#                    plugin the agent tests run as a sidecar (USER 8737, port 4355).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DOCKER=${DOCKER:-docker}
@@ -37,3 +39,13 @@ fi
 
 # The executor image under the name the tests use, from the same script a release uses.
 DOCKER="$DOCKER" bash scripts/image.sh --name "${ARGOEXEC_IMAGE_NAME:-argoexec}" --tag dev --no-archive --profile release --executors all
+
+# The tests' executor plugin, from the same static build (already built: cargo only checks).
+static_dir=$(bash scripts/build-static.sh --profile release --executors all | tail -1)
+root=$work/plugin
+mkdir -p "$root/tmp"
+chmod 1777 "$root/tmp"
+cp "$static_dir/argoexec-plugin-hello" "$root/argoexec-plugin-hello"
+tar -C "$root" -c . | "$DOCKER" import -c 'ENTRYPOINT ["/argoexec-plugin-hello"]' -c 'USER 8737' \
+  - argoexec-plugin-hello:dev >/dev/null
+echo "images: built argoexec-plugin-hello:dev"

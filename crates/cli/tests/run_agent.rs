@@ -2,7 +2,9 @@
 //! node (`argoexec agent init|main` in the executor image, `restartPolicy: OnFailure`, the
 //! workflow's service account with its token Secret mounted, the deploy kit's agent role),
 //! the step's result read back from the task set's status. The shipped example calls a
-//! local server; failure by status and a plugin step nobody takes end as Argo's do.
+//! local server; failure by status and a plugin step nobody takes end as Argo's do; the
+//! project's hello plugin (argoexec-plugin-hello:dev, a sidecar) answers its template with
+//! the token `agent init` wrote and declines another.
 
 mod run_support;
 
@@ -51,4 +53,30 @@ fn failures_end_as_argo_s() {
     let r = run_yaml(wf, "emissary", &[]);
     assert_eq!(r.phase(), "Failed", "{}", r.dump());
     assert_eq!(r.message(), "no plugin executed the template");
+}
+
+#[test]
+fn the_hello_plugin_answers_its_template_and_declines_another() {
+    if !docker_available() {
+        return;
+    }
+    let plugin = example("http/hello-plugin.yaml");
+    let plugin = plugin.to_str().unwrap();
+    let r = run_file(
+        &example("http/plugin-template.yaml"),
+        "emissary",
+        &["--executor-plugin", plugin],
+        None,
+    );
+    assert_eq!(r.phase(), "Succeeded", "{}", r.dump());
+    assert_eq!(
+        r.result(),
+        Some("hello, argoexec-rs"),
+        "the token matched and the plugin answered"
+    );
+    let wf = r#"{"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow", "metadata": {"generateName": "other-"},
+        "spec": {"entrypoint": "p", "templates": [{"name": "p", "plugin": {"other": {}}}]}}"#;
+    let r = run_yaml(wf, "emissary", &["--executor-plugin", plugin]);
+    assert_eq!(r.phase(), "Failed", "{}", r.dump());
+    assert_eq!(r.message(), "no plugin executed the template", "declined");
 }

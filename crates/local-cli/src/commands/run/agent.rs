@@ -7,15 +7,17 @@
 //! controller does when the workflow ends, and the agent exits.
 //!
 //! The agent patches every second here (a controller's default is its 10 s requeue time),
-//! so a run ends soon after its call. Executor plugins are not run: a `plugin:` step is
-//! offered to no plugin and fails with Argo's `no plugin executed the template`.
+//! so a run ends soon after its call. Executor plugins come from `--executor-plugin FILE`
+//! (Argo's `ExecutorPlugin` manifest, or the ConfigMap `argo executor-plugin build` makes of
+//! it), each a sidecar of the agent pod; without any, a `plugin:` step fails with Argo's
+//! `no plugin executed the template`.
 
 use std::time::Duration;
 
 use anyhow::Context;
 use argoexec_core::task_set::{self, COMPLETED_LABEL, NodeResult};
 use argoexec_node_server::NodeServer;
-use argoexec_podbuilder::build::agent::{AgentPodInfo, agent_pod, task_set};
+use argoexec_podbuilder::build::agent::{AgentPlugin, AgentPodInfo, agent_pod, task_set};
 use futures::TryStreamExt as _;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
@@ -39,10 +41,10 @@ pub fn is_agent_template(t: &argoexec_core::Template) -> bool {
 pub async fn run(
     server: NodeServer,
     plan: &crate::commands::plan::Plan,
-    executor_image: &str,
-    log_level: &str,
-    keep: bool,
+    args: &super::Args,
 ) -> anyhow::Result<Outcome> {
+    let (executor_image, log_level, keep) = (&args.executor_image, &args.executor_loglevel, args.keep);
+    let plugins = plugins_from(&args.executor_plugins)?;
     let wf = &plan.wf.meta;
     let sa = plan
         .wf
@@ -65,7 +67,7 @@ pub async fn run(
         .await
         .with_context(|| format!("create WorkflowTaskSet {}", wf.name))?;
     let opts = plan.build_options(executor_image, log_level)?;
-    let pod = agent_pod(wf, &[], &info, &opts)?;
+    let pod = agent_pod(wf, &plugins, &info, &opts)?;
     tracing::info!(pod = ?pod.metadata.name, "agent pod");
     let session = Session::start_loaded(server, pod).await?;
     let result = tokio::select! {
@@ -99,6 +101,47 @@ pub async fn run(
         session.cleanup().await?;
     }
     Ok(outcome_of(result))
+}
+
+/// The plugin sidecars of `files`: each an `ExecutorPlugin` (`spec.sidecar.container`) or
+/// its ConfigMap (`data["sidecar.container"]`, YAML); a container without a name is
+/// `<plugin>-executor-plugin`, as Argo's plugin build names it.
+///
+/// # Errors
+/// A file that cannot be read or is neither form.
+pub fn plugins_from(files: &[std::path::PathBuf]) -> anyhow::Result<Vec<AgentPlugin>> {
+    let mut plugins = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(f).with_context(|| format!("read {}", f.display()))?;
+        for doc in super::objects::documents(&text, &f.display().to_string())? {
+            let name = doc["metadata"]["name"].as_str().unwrap_or("plugin").to_string();
+            let mut container: Value = match doc["kind"].as_str() {
+                Some("ExecutorPlugin") => doc["spec"]["sidecar"]["container"].clone(),
+                Some("ConfigMap") => {
+                    let raw = doc["data"]["sidecar.container"].as_str().unwrap_or_default();
+                    serde_saphyr::from_str(raw)
+                        .with_context(|| format!("{}: data[sidecar.container]", f.display()))?
+                }
+                other => anyhow::bail!(
+                    "{}: {other:?} is not an ExecutorPlugin or its ConfigMap",
+                    f.display()
+                ),
+            };
+            anyhow::ensure!(
+                container.is_object(),
+                "{}: plugin {name} has no sidecar container",
+                f.display()
+            );
+            if container["name"].as_str().is_none_or(str::is_empty) {
+                let base = name.strip_suffix("-executor-plugin").unwrap_or(&name);
+                container["name"] = json!(format!("{base}-executor-plugin"));
+            }
+            let container = serde_json::from_value(container)
+                .with_context(|| format!("{}: plugin {name}'s sidecar container", f.display()))?;
+            plugins.push(AgentPlugin { container });
+        }
+    }
+    Ok(plugins)
 }
 
 /// `argoexec render` of an agent template: the task set and the agent pod a controller
@@ -199,5 +242,39 @@ fn resource() -> ApiResource {
         api_version: task_set::API_VERSION.into(),
         kind: task_set::KIND.into(),
         plural: task_set::PLURAL.into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plugins_from_both_forms() {
+        let d = tempfile::tempdir().unwrap();
+        let cm = d.path().join("cm.yaml");
+        std::fs::write(
+            &cm,
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: hello-executor-plugin}\n\
+             data:\n  sidecar.container: |\n    image: hello:1\n    ports: [{containerPort: 4355}]\n",
+        )
+        .unwrap();
+        let ep = d.path().join("ep.yaml");
+        std::fs::write(
+            &ep,
+            "kind: ExecutorPlugin\nmetadata: {name: hi}\nspec: {sidecar: {container: {name: hi-sidecar, image: hi:1}}}\n",
+        )
+        .unwrap();
+        let p = plugins_from(&[cm, ep]).unwrap();
+        assert_eq!(
+            p[0].container.name, "hello-executor-plugin",
+            "named as Argo's build names it"
+        );
+        assert_eq!(p[0].container.ports.as_ref().unwrap()[0].container_port, 4355);
+        assert_eq!(p[1].container.name, "hi-sidecar");
+        let bad = d.path().join("bad.yaml");
+        std::fs::write(&bad, "kind: Pod\nmetadata: {name: x}\n").unwrap();
+        let e = plugins_from(&[bad]).unwrap_err().to_string();
+        assert!(e.contains("is not an ExecutorPlugin"), "{e}");
     }
 }

@@ -130,6 +130,10 @@ pub struct Args {
     /// per file): CustomResourceDefinitions and objects a resource template reads or patches.
     #[arg(long = "create", value_name = "FILE")]
     pub create: Vec<PathBuf>,
+    /// Executor plugins for an `http:`/`plugin:` entrypoint's agent pod (repeatable): Argo's
+    /// `ExecutorPlugin` manifest or the ConfigMap `argo executor-plugin build` makes of it.
+    #[arg(long = "executor-plugin", value_name = "FILE")]
+    pub executor_plugins: Vec<PathBuf>,
     /// Write a kubeconfig for the run's node (its admin) to FILE once the node is up, to
     /// look at or change its objects with kubectl while the step runs (mode 0600).
     #[arg(long, value_name = "FILE")]
@@ -179,14 +183,7 @@ async fn execute(args: &Args) -> anyhow::Result<(Outcome, PathBuf)> {
     let mains = plan.template.main_container_names();
     let server = start_node(args).await?;
     if agent::is_agent_template(&plan.template) {
-        let outcome = agent::run(
-            server,
-            &plan,
-            &args.executor_image,
-            &args.executor_loglevel,
-            args.keep,
-        )
-        .await?;
+        let outcome = agent::run(server, &plan, args).await?;
         return Ok((outcome, repo));
     }
     // As on a cluster, the config map's kubeletPort matches the node's kubelet.
