@@ -11,7 +11,8 @@
 //! Beyond Argo: a task whose node already has a final result in `status.nodes` is not run
 //! again, so a restarted agent container (`restartPolicy: OnFailure`) does not repeat the
 //! HTTP calls already made; a task whose template cannot be read fails alone (Argo cannot
-//! decode the whole set); on SIGTERM the results not yet patched are patched before exit.
+//! decode the whole set); on SIGTERM or an error the results not yet patched are patched
+//! before exit; a worker that panics fails its node instead of leaving it pending.
 
 use std::collections::HashSet;
 use std::future::Future;
@@ -149,11 +150,13 @@ pub async fn run(
     d.tasks.abort_all();
     let Dispatcher { results, requeue, .. } = d;
     drop((results, requeue));
-    if outcome.as_ref().is_ok_and(|s| *s == Stop::Signal) {
-        // The patcher patches what is pending once its senders are gone.
-        let _ = tokio::time::timeout(Duration::from_secs(20), patcher).await;
-    } else {
+    if matches!(outcome, Ok(Stop::Completed | Stop::Deleted)) {
+        // Nobody reads the results any more (Argo drops them too).
         patcher.abort();
+    } else {
+        // A signal or an error: the patcher patches what is pending once its senders are
+        // gone, so a restarted agent does not repeat calls whose results were in hand.
+        let _ = tokio::time::timeout(Duration::from_secs(20), patcher).await;
     }
     tracing::info!(?outcome, "agent ends");
     outcome
@@ -178,9 +181,16 @@ async fn follow(
     };
     'list: loop {
         let lp = ListParams::default().fields(&selector);
-        let list = retry(&Backoff::DEFAULT, || api.list(&lp))
-            .await
-            .map_err(api_err("list"))?;
+        let list = match retry(&Backoff::DEFAULT, || api.list(&lp)).await {
+            Ok(l) => l,
+            // An API outage is waited out, as the watch's is.
+            Err(e) if argoexec_kube::retry::is_transient(&e) => {
+                tracing::warn!(error = %e, "list failed, trying again");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue 'list;
+            }
+            Err(e) => return Err(api_err("list")(e)),
+        };
         for obj in &list.items {
             if let Some(stop) = d.consider(obj) {
                 return Ok(stop);
@@ -207,6 +217,8 @@ async fn follow(
                         d.dispatch(node, template);
                         continue;
                     }
+                    // Finished workers are collected so the set does not grow for ever.
+                    Some(_) = d.tasks.join_next(), if !d.tasks.is_empty() => continue,
                 };
                 match event {
                     Ok(Some(WatchEvent::Added(o) | WatchEvent::Modified(o))) => {
@@ -222,11 +234,14 @@ async fn follow(
                     Ok(Some(WatchEvent::Error(e))) if e.code == 410 => continue 'list,
                     Ok(Some(WatchEvent::Error(e))) => {
                         tracing::warn!(code = e.code, message = %e.message, "watch error event, listing again");
+                        tokio::time::sleep(Duration::from_secs(1)).await;
                         continue 'list;
                     }
+                    // The server's time-out: watch again at once.
                     Ok(None) => break,
                     Err(e) => {
                         tracing::warn!(error = %e, "watch stream broke, resuming");
+                        tokio::time::sleep(Duration::from_secs(1)).await;
                         break;
                     }
                 }
@@ -293,7 +308,13 @@ impl Dispatcher {
                 return;
             };
             tracing::info!(%node, "processing task");
-            let (result, again) = runners.run(&template).await;
+            let run = std::panic::AssertUnwindSafe(runners.run(&template));
+            let (result, again) = futures::FutureExt::catch_unwind(run).await.unwrap_or_else(|_| {
+                (
+                    error("error processing task: the agent's worker panicked".into()),
+                    None,
+                )
+            });
             tracing::info!(%node, phase = %result.phase, "task done");
             if !result.phase.is_empty() {
                 let _ = results.send((node.clone(), result));
@@ -318,12 +339,30 @@ impl Runners {
         } else if template.plugin.is_some() {
             self.plugins.execute(template).await
         } else {
+            let kind = type_of(template);
             (
-                error("error processing task: agent cannot execute: unknown task type".into()),
+                error(format!(
+                    "error processing task: agent cannot execute: unknown task type: {kind}"
+                )),
                 None,
             )
         }
     }
+}
+
+/// Argo's name of a template's type (`Container`, `Steps`, …), for the unknown-type error.
+fn type_of(t: &Template) -> &'static str {
+    let known = [
+        (t.container.is_some(), "Container"),
+        (t.container_set.is_some(), "ContainerSet"),
+        (t.script.is_some(), "Script"),
+        (t.resource.is_some(), "Resource"),
+        (t.data.is_some(), "Data"),
+        (t.extra.contains_key("steps"), "Steps"),
+        (t.extra.contains_key("dag"), "DAG"),
+        (t.extra.contains_key("suspend"), "Suspend"),
+    ];
+    known.iter().find(|(has, _)| *has).map_or("", |(_, name)| name)
 }
 
 fn error(message: String) -> NodeResult {

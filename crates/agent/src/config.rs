@@ -47,8 +47,8 @@ pub struct AgentConfig {
     pub ca_dir: PathBuf,
 }
 
-/// One executor plugin's sidecar.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One executor plugin's sidecar (`Debug` never shows the token).
+#[derive(Clone, PartialEq, Eq)]
 pub struct PluginEndpoint {
     /// The sidecar's container name (its token directory's name).
     pub name: String,
@@ -56,6 +56,16 @@ pub struct PluginEndpoint {
     pub address: String,
     /// The bearer token `agent init` wrote for it.
     pub token: String,
+}
+
+impl std::fmt::Debug for PluginEndpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PluginEndpoint")
+            .field("name", &self.name)
+            .field("address", &self.address)
+            .field("token", &"<redacted>")
+            .finish()
+    }
 }
 
 /// A variable the agent cannot use.
@@ -239,6 +249,7 @@ mod tests {
         assert_eq!(c.plugins[0].token, "tok");
         assert_eq!(c.plugins[0].address, "http://localhost:4355");
         assert_eq!(c.ca_dir, PathBuf::from(DEFAULT_CA_DIR));
+        assert!(!format!("{c:?}").contains("tok\""), "the token is never printed");
     }
 
     #[test]

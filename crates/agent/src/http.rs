@@ -6,7 +6,8 @@
 //! - `timeoutSeconds` bounds everything (secret reads, connecting, the request and reading
 //!   the body); absent means no bound, as Argo's code (its docs promise 30 s; the code,
 //!   which users depend on for long calls, wins);
-//! - redirects followed up to 10, 301/302/303 as GET, credentials dropped across hosts;
+//! - redirects followed as Go's client does (its 10th ends the call with `stopped after 10
+//!   redirects`), 301/302/303 as GET, credentials dropped across hosts;
 //! - TLS verified against the system roots plus every PEM file of the agent's CA directory
 //!   (Argo mounts `argo-workflows-agent-ca-certificates` there but Go never reads a
 //!   sub-directory of `/etc/ssl/certs`; here the mount works), unless `insecureSkipVerify`;
@@ -17,7 +18,10 @@
 //! Beyond Argo: a body over [`crate::AgentConfig::max_body`] fails the node with a message
 //! naming the limit instead of being kept whole (Argo's whole body would then fail the status
 //! patch of every result); the response is not gzip-negotiated, so `response.headers` keeps
-//! the server's `Content-Length`.
+//! the server's `Content-Length`. Known differences: a `Host` header is sent as given, also
+//! after a redirect to another host (Go keeps it only for relative redirects), and one
+//! merge patch may still exceed the API's object limit when several large bodies finish in
+//! the same patch period (then every result of that patch becomes an `Error` node, as Argo).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -118,14 +122,26 @@ impl HttpRunner {
             reqwest::Client::builder()
                 .connect_timeout(Duration::from_secs(30))
                 .user_agent(concat!("argoexec-rs/", env!("CARGO_PKG_VERSION"), " agent"))
+                // Go's client: header names as `X-Foo` on HTTP/1.1, and its redirect limit.
+                .http1_title_case_headers()
+                .redirect(reqwest::redirect::Policy::custom(|attempt| {
+                    if attempt.previous().len() >= 10 {
+                        attempt.error("stopped after 10 redirects")
+                    } else {
+                        attempt.follow()
+                    }
+                }))
         };
         let verified = base()
             .tls_certs_merge(roots)
             .build()
             .map_err(ClientError::Build)?;
+        // As Go's bare transport for insecureSkipVerify: no proxy from the environment, HTTP/1.1.
         let insecure = base()
             .tls_danger_accept_invalid_certs(true)
             .tls_danger_accept_invalid_hostnames(true)
+            .no_proxy()
+            .http1_only()
             .build()
             .map_err(ClientError::Build)?;
         Ok(Self {

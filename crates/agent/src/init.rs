@@ -24,8 +24,8 @@ pub const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
 #[derive(Debug, thiserror::Error)]
 pub enum InitError {
     /// The system's random source failed.
-    #[error("cannot read random bytes for a plugin token: {0}")]
-    Random(getrandom::Error),
+    #[error("cannot read random bytes for a plugin token")]
+    Random(#[source] getrandom::Error),
     /// A directory or file could not be written.
     #[error("cannot write the token of plugin {name} at {path}")]
     Write {

@@ -28,13 +28,16 @@ pub const PATCH_BACKOFF: Backoff = Backoff {
     cap: Duration::from_secs(30),
 };
 
-/// Counters the agent's caller can read (the benchmark does).
+/// Counters the agent's caller can read (the benchmark and the tests do).
 #[derive(Debug, Default)]
 pub struct Stats {
     /// Status patches the API accepted.
     pub patches: AtomicUsize,
     /// Results those patches carried.
     pub results: AtomicUsize,
+    /// Results handed to the patcher so far.
+    pub received: AtomicUsize,
+    changed: tokio::sync::Notify,
 }
 
 impl Stats {
@@ -44,6 +47,17 @@ impl Stats {
             self.patches.load(Ordering::Relaxed),
             self.results.load(Ordering::Relaxed),
         )
+    }
+
+    /// Resolves once the patcher has received at least `n` results.
+    pub async fn received_at_least(&self, n: usize) {
+        loop {
+            let changed = self.changed.notified();
+            if self.received.load(Ordering::Acquire) >= n {
+                return;
+            }
+            changed.await;
+        }
     }
 }
 
@@ -82,6 +96,8 @@ impl Patcher {
                 got = rx.recv() => match got {
                     Some((node, result)) => {
                         self.pending.insert(node, result);
+                        self.stats.received.fetch_add(1, Ordering::AcqRel);
+                        self.stats.changed.notify_waiters();
                     }
                     None => {
                         self.flush().await;

@@ -309,3 +309,36 @@ async fn without_the_role_the_agent_fails_naming_the_call() {
         "{text}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signal_patches_the_pending_results_before_the_agent_ends() {
+    if skip() {
+        return;
+    }
+    let n = node("signal").await;
+    let web = WebServer::http();
+    n.create_set(
+        "wf4",
+        json!({"wf4-1": {"name": "a", "http": {"url": format!("{}/status/200", web.url())}}}),
+    )
+    .await;
+    let mut cfg = config("wf4", Vec::new());
+    // No periodic patch would come before the signal.
+    cfg.patch_rate = Duration::from_secs(3600);
+    let stats = Arc::new(Stats::default());
+    let signal = {
+        let stats = stats.clone();
+        async move { stats.received_at_least(1).await }
+    };
+    let stop = argoexec_agent::run(n.agent("default"), &cfg, stats.clone(), signal)
+        .await
+        .unwrap();
+    assert_eq!(stop, Stop::Signal);
+    let v = serde_json::to_value(n.sets().get("wf4").await.unwrap()).unwrap();
+    assert_eq!(
+        node_of(&v, "wf4-1")["phase"],
+        "Succeeded",
+        "patched on the way out: {v}"
+    );
+    assert_eq!(stats.get(), (1, 1));
+}

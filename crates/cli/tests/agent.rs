@@ -152,9 +152,11 @@ async fn main_runs_the_task_set_and_ends_0_when_it_completes() {
         ("ARGOEXEC_SERVICEACCOUNT_DIR", agent_sa.display().to_string()),
     ];
     let root = dir.path().join("pod");
-    let child = command(&root, "main", &env)
+    // Killed when the test ends however it ends, so a regression leaves no agent behind.
+    let child = tokio::process::Command::from(command(&root, "main", &env))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
+        .kill_on_drop(true)
         .spawn()
         .unwrap();
     let wp = WatchParams::default().fields("metadata.name=hello");
@@ -180,8 +182,9 @@ async fn main_runs_the_task_set_and_ends_0_when_it_completes() {
     sets.patch("hello", &PatchParams::default(), &label)
         .await
         .unwrap();
-    let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
+    let out = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
         .await
+        .expect("the agent ends within 30 s of the completed label")
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }

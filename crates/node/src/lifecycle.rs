@@ -295,12 +295,23 @@ async fn run_to_end(s: &Shared, c: &Container, id: &str) -> i64 {
         s.status
             .send_modify(|st| status::set_back_off(st, &c.name, backoff));
         tokio::select! {
+            biased;
             () = s.stop.cancelled() => return code,
             () = tokio::time::sleep(backoff) => {}
         }
+        if s.stop.is_cancelled() {
+            return code;
+        }
         backoff = (backoff * 2).min(BACKOFF_CAP);
+        // The run's termination message is its own, not the failed run's.
+        let term_file = s.pod_dir.join("termination").join(&c.name);
+        if let Err(e) = crate::hostfs::write_file(&term_file, b"", 0o666) {
+            tracing::warn!(container = %c.name, error = %e, "cannot empty the termination message file");
+        }
         if let Err((id, e)) = launch(s, c, id).await {
             not_run(s, c, &id, e);
+            // Nothing else would end a pod whose container cannot start again.
+            s.request_stop(s.grace(), StopReason::CannotRun);
             return code;
         }
     }

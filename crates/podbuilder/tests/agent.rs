@@ -151,13 +151,16 @@ fn plugins_get_sidecars_tokens_and_addresses() {
 }
 
 #[test]
-fn v3_5_passes_the_log_level_alone_and_no_pod_security_context() {
+fn v3_5_passes_the_log_level_alone_and_no_seccomp_profile() {
     let p = pod(ArgoVersion::V3_5, &[], &AgentPodInfo::new("default"));
     assert_eq!(
         p["spec"]["initContainers"][0]["args"],
         json!(["agent", "init", "--loglevel", "info"])
     );
-    assert!(p["spec"].get("securityContext").is_none());
+    assert_eq!(
+        p["spec"]["securityContext"],
+        json!({"runAsNonRoot": true, "runAsUser": 8737})
+    );
 }
 
 #[test]

@@ -12,7 +12,11 @@
 //!   `kube-api-access-<suffix>`), `init` (`agent init`) then the plugin sidecars and `main`
 //!   (`agent main`), both with the version's log options (v3.5: `--loglevel` only),
 //!   10m/64M requests, 100m/256M limits (the controller's `ARGO_AGENT_CPU_LIMIT` /
-//!   `ARGO_AGENT_MEMORY_LIMIT` override them), Argo's minimal security contexts.
+//!   `ARGO_AGENT_MEMORY_LIMIT` override them), Argo's minimal security contexts (v3.5: the
+//!   non-root user 8737 without a seccomp profile).
+//! - Not rendered (yet): the workflow's `imagePullSecrets`, scheduling constraints,
+//!   `podMetadata`, `dnsConfig`, and the service-account token volumes of plugins that ask
+//!   for one (`sidecar.automountServiceAccountToken`).
 //! - Argo names the token volume with 5 random characters; here the suffix is derived from
 //!   the workflow's UID, so the same workflow renders the same pod (golden tests).
 
@@ -185,7 +189,7 @@ pub fn agent_pod(
         restart_policy: Some("OnFailure".into()),
         service_account_name: Some(info.service_account.clone()),
         automount_service_account_token: Some(false),
-        security_context: (version >= ArgoVersion::V3_7).then(super::artifact_gc::minimal_pod_sc),
+        security_context: Some(pod_sc(version)),
         ..Default::default()
     };
     if let Some(text) = &wf.pod_spec_patch {
@@ -208,6 +212,19 @@ pub fn agent_pod(
         spec: Some(spec),
         status: None,
     })
+}
+
+/// The pod's security context: `MinimalPodSC` from v3.6; v3.5 set the non-root user alone.
+fn pod_sc(version: ArgoVersion) -> core::PodSecurityContext {
+    if version >= ArgoVersion::V3_7 {
+        super::artifact_gc::minimal_pod_sc()
+    } else {
+        core::PodSecurityContext {
+            run_as_non_root: Some(true),
+            run_as_user: Some(8737),
+            ..Default::default()
+        }
+    }
 }
 
 /// Five characters from the workflow's UID, in Argo's random-suffix alphabet.

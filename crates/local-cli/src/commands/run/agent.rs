@@ -88,11 +88,20 @@ pub async fn run(
     };
     // The workflow is done: the controller labels the set completed and the agent ends.
     let label = Patch::Merge(json!({"metadata": {"labels": {COMPLETED_LABEL: "true"}}}));
-    sets.patch(&wf.name, &PatchParams::default(), &label)
+    if let Err(e) = sets.patch(&wf.name, &PatchParams::default(), &label).await {
+        session.cleanup().await?;
+        return Err(e).context("label the WorkflowTaskSet completed");
+    }
+    // Main ends by itself; plugin sidecars never do (Argo's controller deletes the pod).
+    let mut status = session.status();
+    let main_done = status.wait_for(|st| {
+        argoexec_node::status::all(st)
+            .any(|c| c.name == "main" && c.state.as_ref().is_some_and(|s| s.terminated.is_some()))
+    });
+    if tokio::time::timeout(Duration::from_secs(30), main_done)
         .await
-        .context("label the WorkflowTaskSet completed")?;
-    let ended = tokio::time::timeout(Duration::from_secs(30), session.finished()).await;
-    if ended.is_err() {
+        .is_err()
+    {
         tracing::warn!("the agent did not end within 30 s of the completed label");
     }
     if keep {
@@ -182,12 +191,30 @@ async fn create_token_secret(
     Ok(())
 }
 
-/// The node's final result, from a watch of the set.
+/// The node's final result, from a watch of the set (resumed from the last version seen
+/// when the server ends it, so a long call or a requeued plugin is waited for).
 async fn result_of(sets: &Api<DynamicObject>, name: &str, node: &str) -> anyhow::Result<NodeResult> {
     let wp = WatchParams::default().fields(&format!("metadata.name={name}"));
-    let mut stream = Box::pin(sets.watch(&wp, "0").await.context("watch the WorkflowTaskSet")?);
-    while let Some(ev) = stream.try_next().await.context("watch the WorkflowTaskSet")? {
-        if let WatchEvent::Added(o) | WatchEvent::Modified(o) = ev {
+    let mut version = "0".to_string();
+    loop {
+        let mut stream = Box::pin(
+            sets.watch(&wp, &version)
+                .await
+                .context("watch the WorkflowTaskSet")?,
+        );
+        while let Some(ev) = stream.try_next().await.context("watch the WorkflowTaskSet")? {
+            let o = match ev {
+                WatchEvent::Added(o) | WatchEvent::Modified(o) => o,
+                WatchEvent::Deleted(_) => {
+                    anyhow::bail!("WorkflowTaskSet {name} was deleted before the step's result")
+                }
+                WatchEvent::Bookmark(b) => {
+                    version = b.metadata.resource_version;
+                    continue;
+                }
+                WatchEvent::Error(e) => anyhow::bail!("watch of WorkflowTaskSet {name}: {}", e.message),
+            };
+            version = o.metadata.resource_version.clone().unwrap_or(version);
             let v = serde_json::to_value(&o)?;
             let r = v
                 .pointer(&format!("/status/nodes/{node}"))
@@ -200,7 +227,6 @@ async fn result_of(sets: &Api<DynamicObject>, name: &str, node: &str) -> anyhow:
             }
         }
     }
-    anyhow::bail!("the watch of WorkflowTaskSet {name} ended before the step's result")
 }
 
 fn outcome_of(r: NodeResult) -> Outcome {
