@@ -19,7 +19,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use argoexec_core::task_set::{self, NodeResult, WorkflowTaskSet, phase};
+use argoexec_core::task_set::{self, NodeResult, phase};
 use argoexec_core::template::Template;
 use argoexec_kube::retry::{Backoff, retry, status};
 use futures::{StreamExt as _, TryStreamExt as _};
@@ -253,20 +253,24 @@ async fn follow(
 impl Dispatcher {
     /// Start the set's new tasks; a reason to stop when it is completed.
     fn consider(&mut self, obj: &DynamicObject) -> Option<Stop> {
-        let value = serde_json::to_value(obj).unwrap_or(Value::Null);
-        let meta_only = WorkflowTaskSet {
-            metadata: value.get("metadata").cloned().unwrap_or(Value::Null),
-            ..WorkflowTaskSet::default()
-        };
-        if meta_only.is_completed() {
+        // Read in place: every status patch brings the whole set (results included) back.
+        let completed = obj
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(task_set::COMPLETED_LABEL));
+        if completed.map(String::as_str) == Some("true") {
             return Some(Stop::Completed);
         }
+        let value = &obj.data;
         let done: HashSet<&str> = value
             .pointer("/status/nodes")
             .and_then(Value::as_object)
             .into_iter()
             .flatten()
-            .filter(|(_, r)| serde_json::from_value::<NodeResult>((*r).clone()).is_ok_and(|r| r.is_done()))
+            .filter(|(_, r)| {
+                task_set::is_final_phase(r.get("phase").and_then(Value::as_str).unwrap_or_default())
+            })
             .map(|(id, _)| id.as_str())
             .collect();
         let tasks = value.pointer("/spec/tasks").and_then(Value::as_object);

@@ -111,13 +111,15 @@ pub mod phase {
     pub const ERROR: &str = "Error";
 }
 
+/// Whether `phase` is final (`Succeeded`, `Failed` or `Error`).
+pub fn is_final_phase(phase: &str) -> bool {
+    matches!(phase, phase::SUCCEEDED | phase::FAILED | phase::ERROR)
+}
+
 impl NodeResult {
     /// Whether the phase is final (`Succeeded`, `Failed` or `Error`).
     pub fn is_done(&self) -> bool {
-        matches!(
-            self.phase.as_str(),
-            phase::SUCCEEDED | phase::FAILED | phase::ERROR
-        )
+        is_final_phase(&self.phase)
     }
 }
 
