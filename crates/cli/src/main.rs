@@ -1,5 +1,5 @@
-//! The `argoexec` binary: the in-pod executor (`init`, `wait`, `resource`, `data`,
-//! `artifact`), plus the wrapper's subcommands (`emissary`, `kill`) for pods that run it
+//! The `argoexec` binary: the in-pod executor (`init`, `wait`, `supervisor`, `resource`, `data`,
+//! `artifact`, `agent`), plus the wrapper's subcommands (`emissary`, `kill`) for pods that run it
 //! directly. Parse the command line, set up logging, dispatch. `run`, `node` and `render`
 //! are the local tools' (`argoexec-local`):
 //! this program hands them over ([`commands::local`]) and carries no local-node code.
@@ -41,6 +41,9 @@ enum Command {
     Init(commands::init::Args),
     /// Wait for the main container(s), then capture and report outputs.
     Wait(commands::wait::Args),
+    /// The init-less pod layout's auxiliary container (Argo v4.1 `initlessPod`): prepare the
+    /// pod as init does, mark it ready, then do wait's work.
+    Supervisor(commands::wait::Args),
     /// Run a command as the emissary wrapper (PID 1 of the user container).
     Emissary(commands::emissary::Args),
     /// Send a signal to a process: `argoexec kill SIGNUM PID`.
@@ -84,6 +87,11 @@ fn main() {
             log();
             starting();
             commands::wait::run(a)
+        }
+        Command::Supervisor(a) => {
+            log();
+            starting();
+            commands::wait::run_as(a, commands::wait::Role::Supervisor)
         }
         Command::Emissary(a) => {
             log();

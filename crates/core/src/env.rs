@@ -113,6 +113,9 @@ pub struct ExecutorEnv {
     /// The contract generation of the controller that built this pod, inferred from the
     /// variables above ([`ArgoVersion::infer`]; `ARGOEXEC_ARGO_VERSION` overrides it).
     pub argo_version: ArgoVersion,
+    /// The pod layout: init-less when `ARGO_INITLESS_POD` (the supervisor) or
+    /// `ARGO_WAIT_FOR_READY` (a wrapped container) is `true` ([`crate::ready::PodLayout`]).
+    pub layout: crate::ready::PodLayout,
 }
 
 impl ExecutorEnv {
@@ -192,6 +195,7 @@ impl ExecutorEnv {
             debug_pause_before: bool_var(&opt, "ARGO_DEBUG_PAUSE_BEFORE")?,
             debug_pause_after: bool_var(&opt, "ARGO_DEBUG_PAUSE_AFTER")?,
             argo_version: ArgoVersion::infer(opt),
+            layout: crate::ready::PodLayout::from_env(&get),
         })
     }
 }

@@ -8,6 +8,12 @@ pub const DEADLINE_MESSAGE: &str = "Step exceeded its deadline";
 /// Exit code of an executor (or emissary wrapper) failure, as in Argo.
 pub const EXECUTOR_FAILURE: i32 = 64;
 
+/// Exit code of a wrapped container whose pod's `supervisor` failed before the command could
+/// start (init-less layout, Argo v4.1's `ExitCodeSupervisorPreMainFailure`, sysexits'
+/// `EX_DATAERR`): the marker said `FAILED`, went stale or never appeared, or the input
+/// artifacts could not be linked. The controller then ranks the supervisor's status first.
+pub const SUPERVISOR_PRE_MAIN: i32 = 65;
+
 /// The shell convention for a process killed by signal `n`: 128 + n (SIGTERM 143, SIGKILL 137).
 pub fn signalled(n: i32) -> i32 {
     128 + n

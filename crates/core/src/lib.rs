@@ -34,6 +34,7 @@ pub mod names;
 pub mod param_file;
 pub mod paths;
 pub mod protocol;
+pub mod ready;
 pub mod task_set;
 pub mod template;
 

@@ -69,6 +69,18 @@ impl PodPaths {
         self.var_run_argo().join("argoexec")
     }
 
+    /// `/var/run/argo/status`: the init-less layout's readiness marker
+    /// ([`crate::ready::Marker`]), written by the supervisor through
+    /// [`Self::status_marker_tmp`] and a rename.
+    pub fn status_marker(&self) -> PathBuf {
+        self.var_run_argo().join("status")
+    }
+
+    /// `/var/run/argo/status.tmp`: where the marker is written before the rename.
+    pub fn status_marker_tmp(&self) -> PathBuf {
+        self.var_run_argo().join("status.tmp")
+    }
+
     /// `/var/run/argo/template`: the template JSON written by init (mode 0444).
     pub fn template_file(&self) -> PathBuf {
         self.var_run_argo().join("template")

@@ -42,6 +42,8 @@ pub const MAIN: &str = "main";
 pub const WAIT: &str = "wait";
 /// The init container name.
 pub const INIT: &str = "init";
+/// The init-less layout's auxiliary container, in place of init and wait (Argo v4.1).
+pub const SUPERVISOR: &str = "supervisor";
 
 /// An Argo workflow template, as the executor receives it (fully resolved by the controller).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -149,12 +151,33 @@ impl Template {
             .max_by_key(|m| crate::paths::clean(Path::new(&m.mount_path)).components().count())
     }
 
+    /// A volume mount strictly below `path`, if any (Argo's
+    /// `FindVolumeMountNestedUnderPath`): replacing `path` would clear that volume.
+    pub fn volume_nested_under(&self, path: &Path) -> Option<VolumeMount> {
+        let base = crate::paths::clean(path);
+        self.main_volume_mounts().into_iter().find(|m| {
+            let mp = crate::paths::clean(Path::new(&m.mount_path));
+            mp != base && crate::paths::is_under(&mp, &base)
+        })
+    }
+
     /// Argo's `isBaseImagePath`: true unless `path` lies under a volume mount of the template,
     /// or equals / lies under the path of a *supplied* input artifact. An optional input
     /// artifact that was not supplied does not count.
     pub fn is_base_layer_path(&self, path: &Path) -> bool {
+        self.is_base_layer_path_in(path, crate::ready::PodLayout::Legacy)
+    }
+
+    /// [`Self::is_base_layer_path`] for a pod layout. In the init-less layout an input
+    /// artifact's path is a symlink on main's own file system (main's wrapper made it), so a
+    /// path under it is on the base layer too: only volume mounts count (Argo v4.1's
+    /// `isBaseImagePath` under `ARGO_INITLESS_POD`).
+    pub fn is_base_layer_path_in(&self, path: &Path, layout: crate::ready::PodLayout) -> bool {
         if self.overlapping_volume(path).is_some() {
             return false;
+        }
+        if layout == crate::ready::PodLayout::Initless {
+            return true;
         }
         !self.inputs.artifacts.iter().any(|a| {
             a.path

@@ -10,7 +10,7 @@
 //!    `<pod>` ConfigMap at `/argo/config/ARGO_TEMPLATE`).
 //! 2. Stage a script template's source at `/argo/staging/script` with mode 0755 (v3.6,
 //!    AW#12787: a script with a shebang can be run directly).
-//! 3. Load every input artifact: optional unsupplied ones are skipped, required ones must be
+//! 3. Load the input artifacts, four at a time: optional unsupplied ones are skipped, required ones must be
 //!    supplied; a key-only one (`s3: {key: …}`) is relocated onto the archive location first
 //!    (Argo's `Relocate`, `argoexec_core::template` relocate rules); paths overlapping a user volume are written through `/mainctrfs`, the others
 //!    to `/argo/inputs/artifacts/<name>` (which main mounts by subPath); archives are unpacked
@@ -46,14 +46,23 @@ pub async fn run(ctx: &StepContext, wrapper: &Path) -> Result<(), FlowError> {
         "installed the executor files"
     );
     stage_script(ctx).await?;
-    for art in &ctx.template.inputs.artifacts {
-        load_artifact(ctx, art).await?;
-    }
-    Ok(())
+    load_inputs(ctx).await
+}
+
+/// How many input artifacts load at once.
+const PARALLEL_LOADS: usize = 4;
+
+/// Load every input artifact, up to [`PARALLEL_LOADS`] at once; the first failure is the
+/// result (the loads still running are dropped with it).
+pub(crate) async fn load_inputs(ctx: &StepContext) -> Result<(), FlowError> {
+    use futures::TryStreamExt;
+    futures::stream::iter(ctx.template.inputs.artifacts.iter().map(Ok))
+        .try_for_each_concurrent(PARALLEL_LOADS, |art| load_artifact(ctx, art))
+        .await
 }
 
 /// Write the template to `/var/run/argo/template` (0444), atomically.
-fn write_template(ctx: &StepContext) -> Result<PathBuf, FlowError> {
+pub(crate) fn write_template(ctx: &StepContext) -> Result<PathBuf, FlowError> {
     let tpl = ctx.paths.template_file();
     if let Some(dir) = tpl.parent() {
         std::fs::create_dir_all(dir).map_err(|e| FlowError::io("create", dir, e))?;
@@ -83,7 +92,7 @@ async fn install_binary(ctx: &StepContext, wrapper: &Path) -> Result<PathBuf, Fl
     Ok(dest)
 }
 
-async fn stage_script(ctx: &StepContext) -> Result<(), FlowError> {
+pub(crate) async fn stage_script(ctx: &StepContext) -> Result<(), FlowError> {
     let Some(script) = &ctx.template.script else {
         return Ok(());
     };

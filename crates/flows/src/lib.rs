@@ -1,4 +1,5 @@
-//! The executor flows: `argoexec init` ([`init`]) and `argoexec wait` ([`wait`]).
+//! The executor flows: `argoexec init` ([`init`]), `argoexec wait` ([`wait`]) and the
+//! init-less layout's `argoexec supervisor` ([`supervisor`]), which does both.
 //!
 //! Both are generic over the runtime seam ([`argoexec_runtime::RuntimeExecutor`]) and the
 //! reporter ([`argoexec_runtime::report::OutputReporter`]); they never know which backend runs. The
@@ -8,6 +9,7 @@
 pub mod init;
 pub mod outputs;
 pub mod progress;
+pub mod supervisor;
 pub mod wait;
 
 use std::path::PathBuf;

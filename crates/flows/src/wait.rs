@@ -17,7 +17,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use argoexec_core::template::{INIT, MAIN, WAIT};
+use argoexec_core::template::{INIT, MAIN, SUPERVISOR, WAIT};
 use argoexec_runtime::report::{NodeResult, OutputReporter};
 use argoexec_runtime::{ContainerExit, ErrorKind, RuntimeExecutor};
 use tokio_util::sync::CancellationToken;
@@ -47,6 +47,20 @@ pub async fn run<R: RuntimeExecutor, P: OutputReporter>(
     runtime: &R,
     reporter: &P,
     terminate: CancellationToken,
+) -> WaitOutcome {
+    post_main(ctx, runtime, reporter, terminate, false).await
+}
+
+/// Everything wait does after the pod was prepared (Argo's `PostMain`), shared with the
+/// init-less supervisor. When preparing the pod failed (`pre_main_failed`: main never ran its
+/// command) only the logs are saved; the script result, the parameters and the artifacts
+/// are not looked for.
+pub async fn post_main<R: RuntimeExecutor, P: OutputReporter>(
+    ctx: &StepContext,
+    runtime: &R,
+    reporter: &P,
+    terminate: CancellationToken,
+    pre_main_failed: bool,
 ) -> WaitOutcome {
     let mains = ctx.template.main_container_names();
     let mut errors = Vec::new();
@@ -88,7 +102,7 @@ pub async fn run<R: RuntimeExecutor, P: OutputReporter>(
     // Terminated (pod deletion, the pod's deadline): the kubelet KILLs wait at the end of
     // its grace period, so the capture gets what is left of it minus a reserve for the
     // report, which must land or the workflow stays Running (Argo #12993).
-    let capture = capture_outputs(ctx, runtime, &mut outcome, &mut errors);
+    let capture = capture_outputs(ctx, runtime, &mut outcome, &mut errors, pre_main_failed);
     if terminate.is_cancelled() {
         let budget = ctx.env.termination_grace / 2;
         let reserve = (budget / 3).min(Duration::from_secs(10));
@@ -130,7 +144,14 @@ async fn capture_outputs<R: RuntimeExecutor>(
     runtime: &R,
     outcome: &mut NodeResult,
     errors: &mut Vec<FlowError>,
+    pre_main_failed: bool,
 ) {
+    if pre_main_failed {
+        let (log_arts, errs) = logs::save(ctx, runtime).await;
+        outcome.outputs.artifacts.extend(log_arts);
+        errors.extend(errs);
+        return;
+    }
     match result::capture(ctx, runtime).await {
         Ok(r) => outcome.outputs.result = r,
         Err(e) => errors.push(e),
@@ -213,7 +234,7 @@ async fn sleep_or_forever(d: Option<Duration>) {
     }
 }
 
-/// Kill every container the backend can see except wait, init and the mains.
+/// Kill every container the backend can see except wait, init, the supervisor and the mains.
 async fn kill_sidecars<R: RuntimeExecutor>(
     ctx: &StepContext,
     runtime: &R,
@@ -223,7 +244,7 @@ async fn kill_sidecars<R: RuntimeExecutor>(
         .list_container_names()
         .await?
         .into_iter()
-        .filter(|n| n != WAIT && n != INIT && !mains.contains(n))
+        .filter(|n| n != WAIT && n != INIT && n != SUPERVISOR && !mains.contains(n))
         .collect();
     if sidecars.is_empty() {
         return Ok(());

@@ -82,6 +82,11 @@ pub struct ControllerConfig {
     /// `argoVersion` (argoexec-rs): the controller version whose pods to build, when
     /// `--argo-version` is not given.
     pub argo_version: Option<argoexec_core::ArgoVersion>,
+    /// `initlessPod.enabled` (Argo v4.1, beta): build pods in the init-less layout — no init
+    /// container, a `supervisor` in place of wait, the executor from an `image` volume at
+    /// `/argo-bin`. Applies to v4.1 pods with the emissary executor only (older controllers
+    /// do not know the key).
+    pub initless_pod: bool,
     /// Every other key, kept.
     pub unknown: Map<String, Value>,
 }
@@ -101,6 +106,7 @@ const KNOWN: &[&str] = &[
     "artifactRepository",
     "instanceID",
     "argoVersion",
+    "initlessPod",
 ];
 
 fn yaml(text: &str) -> Result<Value, String> {
@@ -264,6 +270,20 @@ impl ControllerConfig {
                 .as_str()
                 .ok_or_else(|| invalid("instanceID", "must be a string"))?;
             c.instance_id = Some(id.trim().to_string()).filter(|i| !i.is_empty());
+        }
+        if let Some(v) = take(&mut f, "initlessPod") {
+            let enabled = match &v {
+                Value::Object(m) => m.get("enabled").cloned().unwrap_or(Value::Bool(false)),
+                _ => {
+                    return Err(invalid(
+                        "initlessPod",
+                        "must hold a mapping such as `enabled: true`",
+                    ));
+                }
+            };
+            c.initless_pod = enabled
+                .as_bool()
+                .ok_or_else(|| invalid("initlessPod.enabled", "must be true or false"))?;
         }
         if let Some(v) = take(&mut f, "argoVersion") {
             let text = match &v {

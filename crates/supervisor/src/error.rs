@@ -1,4 +1,5 @@
-//! Why the wrapper itself failed (exit code 64), as one error enum.
+//! Why the wrapper itself failed (exit code 64, or 65 before an init-less pod was ready), as
+//! one error enum.
 //!
 //! Each variant's message is what lands on the wrapper's stderr and in the termination log,
 //! so the texts follow Argo's where a test or a user greps for them (notably
@@ -126,6 +127,24 @@ pub enum SupervisorError {
     /// The orchestration code panicked (a bug); reported like any wrapper failure.
     #[error("internal error: {0}")]
     Internal(String),
+    /// Init-less layout: the supervisor did not get the pod ready (its marker said `FAILED`,
+    /// went stale, never appeared, or could not be read). Exit 65.
+    #[error(transparent)]
+    NotReady(#[from] crate::ready::ReadyError),
+    /// Init-less layout: an input artifact could not be linked into place. Exit 65.
+    #[error(transparent)]
+    Link(#[from] Box<crate::link::LinkError>),
+}
+
+impl SupervisorError {
+    /// The exit code this failure ends the wrapper with: 65 when the pod was never made
+    /// ready for the command (init-less layout; Argo's pre-main sentinel), else 64.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Self::NotReady(_) | Self::Link(_) => argoexec_core::exit::SUPERVISOR_PRE_MAIN,
+            _ => argoexec_core::exit::EXECUTOR_FAILURE,
+        }
+    }
 }
 
 /// How a phase of the run stopped early.

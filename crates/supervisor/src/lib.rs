@@ -39,9 +39,11 @@ pub mod args;
 pub mod control;
 pub mod error;
 pub mod kill;
+pub mod link;
 pub mod pause;
 pub mod pty;
 pub mod reactor;
+pub mod ready;
 pub mod sidecar;
 pub mod signals;
 pub mod spawn;
@@ -53,13 +55,16 @@ pub mod watch;
 
 pub use error::SupervisorError;
 
+use argoexec_core::ready::PodLayout;
 use argoexec_core::{PodPaths, exit, protocol};
 use error::Stop;
+use reactor::Reactor;
 use signals::Signals;
 use std::ffi::OsString;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::panic::AssertUnwindSafe;
+use watch::Watcher;
 
 /// The liveness lock ([`protocol::hold_alive`]), open for the life of the process.
 static ALIVE: std::sync::OnceLock<std::fs::File> = std::sync::OnceLock::new();
@@ -138,14 +143,26 @@ fn prepare_and_execute(
     let mut command = command.to_vec();
     let args_file = std::env::var_os(args::ARGS_FILE_ENV).map(std::path::PathBuf::from);
     args::apply(paths, args_file.as_deref(), &mut command)?;
+    let mut reactor = Reactor::new(signals, Watcher::new(&dir, supervise::watch_mode()));
+    let layout = PodLayout::from_env(|k| std::env::var(k).ok());
+    if layout == PodLayout::Initless {
+        ready::wait_ready(&mut reactor, paths)?;
+    }
     let (template, source) = argoexec_core::env::load_template(paths, |k| std::env::var(k).ok(), None)
         .map_err(SupervisorError::Template)?;
     tracing::debug!(?source, container = name, "loaded the template");
     argoexec_core::names::check_template(&template).map_err(SupervisorError::from)?;
-    supervise::execute(paths, name, &template, &command, signals)
+    if layout == PodLayout::Initless && name == argoexec_core::template::MAIN {
+        link::link_inputs(paths, &template).map_err(|e| {
+            tracing::error!(error = %e, "failed to stage input artifacts before main container started");
+            SupervisorError::from(Box::new(e))
+        })?;
+    }
+    supervise::execute(paths, name, &template, &command, reactor, layout)
 }
 
-/// Print a wrapper failure, append it to the termination log, and return 64.
+/// Print a wrapper failure, append it to the termination log, and return its exit code (64,
+/// or 65 when an init-less pod never became ready).
 fn report_failure(paths: &PodPaths, e: &SupervisorError) -> i32 {
     let msg = e.to_string();
     tracing::error!(error = %msg, "the emissary wrapper failed");
@@ -162,5 +179,5 @@ fn report_failure(paths: &PodPaths, e: &SupervisorError) -> i32 {
     {
         let _ = f.write_all(msg.as_bytes());
     }
-    exit::EXECUTOR_FAILURE
+    e.exit_code()
 }

@@ -20,6 +20,7 @@
 //! never sees a half-written copy or archive.
 
 use crate::error::SupervisorError;
+use argoexec_core::ready::PodLayout;
 use argoexec_core::{PodPaths, Template};
 use std::fs::{self, DirBuilder, File, OpenOptions};
 use std::io::{self, ErrorKind, Write};
@@ -30,13 +31,17 @@ use std::path::{Path, PathBuf};
 ///
 /// # Errors
 /// [`SupervisorError::Stage`] for the first output that exists but cannot be staged.
-pub fn stage_outputs(paths: &PodPaths, template: &Template) -> Result<(), SupervisorError> {
+pub fn stage_outputs(
+    paths: &PodPaths,
+    template: &Template,
+    layout: PodLayout,
+) -> Result<(), SupervisorError> {
     for p in &template.outputs.parameters {
         let Some(src) = p.value_from.as_ref().and_then(|v| v.path.as_deref()) else {
             continue;
         };
         let src = Path::new(src);
-        if !template.is_base_layer_path(src) {
+        if !template.is_base_layer_path_in(src, layout) {
             tracing::debug!(path = %src.display(), "parameter is on a volume, not staged");
             continue;
         }
@@ -49,7 +54,7 @@ pub fn stage_outputs(paths: &PodPaths, template: &Template) -> Result<(), Superv
     for a in &template.outputs.artifacts {
         let Some(src) = a.path.as_deref() else { continue };
         let src = Path::new(src);
-        if !template.is_base_layer_path(src) {
+        if !template.is_base_layer_path_in(src, layout) {
             tracing::debug!(path = %src.display(), "artifact is on a volume, not staged");
             continue;
         }

@@ -23,11 +23,11 @@ use crate::error::Stop;
 use crate::pty::{self, Terminal};
 use crate::reactor::{Reactor, Wake};
 use crate::sidecar::{self, SelfTermination};
-use crate::signals::{self, Signals, is_terminating};
+use crate::signals::{self, is_terminating};
 use crate::spawn::{self, Program};
 use crate::tee::Tee;
-use crate::watch::Watcher;
 use argoexec_core::fswatch::WatchMode;
+use argoexec_core::ready::PodLayout;
 use argoexec_core::{PodPaths, Template, exit, protocol, template::MAIN};
 use nix::sys::signal::Signal;
 use std::ffi::OsString;
@@ -48,7 +48,7 @@ fn env_true(var: &str) -> bool {
 }
 
 /// The watch mode from `ARGOEXEC_FS_WATCH`; an unknown value is logged and ignored.
-fn watch_mode() -> WatchMode {
+pub(crate) fn watch_mode() -> WatchMode {
     WatchMode::from_env().unwrap_or_else(|e| {
         tracing::warn!(error = %e, "using inotify");
         WatchMode::Inotify
@@ -61,11 +61,11 @@ pub(crate) fn execute(
     name: &str,
     template: &Template,
     command: &[OsString],
-    signals: Signals,
+    mut reactor: Reactor,
+    layout: PodLayout,
 ) -> Result<i32, Stop> {
     spawn::become_subreaper();
     let dir = paths.ctr_dir(name);
-    let mut reactor = Reactor::new(signals, Watcher::new(&dir, watch_mode()));
     let signal_file = paths.signal_file(name);
     let node = template.container_set_node(name);
 
@@ -116,7 +116,7 @@ pub(crate) fn execute(
         }
     }
     if name == MAIN {
-        crate::stage::stage_outputs(paths, template)?;
+        crate::stage::stage_outputs(paths, template, layout)?;
     }
     Ok(code)
 }

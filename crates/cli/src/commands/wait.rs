@@ -1,4 +1,4 @@
-//! `argoexec wait`.
+//! `argoexec wait`, and `argoexec supervisor` (the same process around the init-less flow).
 //!
 //! SIGTERM (and SIGINT) cancel the wait, not the process: the flow then stops the main
 //! containers and still captures and reports outputs before exiting.
@@ -19,8 +19,23 @@ const REPORT_ENV: &str = "ARGOEXEC_REPORT_FILE";
 /// Arguments of `argoexec wait`.
 pub type Args = super::StepArgs;
 
+/// Which post-main program runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// `argoexec wait` (the legacy layout's wait container).
+    Wait,
+    /// `argoexec supervisor` (the init-less layout: init's preparation, then wait's work;
+    /// [`argoexec_flows::supervisor`]).
+    Supervisor,
+}
+
 /// Run wait; returns the exit code.
 pub fn run(args: Args) -> i32 {
+    run_as(args, Role::Wait)
+}
+
+/// Run wait or the supervisor; returns the exit code.
+pub fn run_as(args: Args, role: Role) -> i32 {
     // Before any other start-up work: pns must see a quick main's process appear.
     // An unparsable name is reported by the bootstrap below; here it only means "not pns".
     let executor = std::env::var("ARGO_CONTAINER_RUNTIME_EXECUTOR")
@@ -55,7 +70,12 @@ pub fn run(args: Args) -> i32 {
             select_reporter(&paths, &ctx.env)?
         };
         rt.block_on(async {
-            let out = argoexec_flows::wait::run(&ctx, &runtime, &reporter, terminate).await;
+            let out = match role {
+                Role::Wait => argoexec_flows::wait::run(&ctx, &runtime, &reporter, terminate).await,
+                Role::Supervisor => {
+                    argoexec_flows::supervisor::run(&ctx, &runtime, &reporter, terminate).await
+                }
+            };
             match out.errors.into_iter().next() {
                 None => Ok(0),
                 Some(e) => Err(anyhow::Error::new(e)),
@@ -68,7 +88,7 @@ pub fn run(args: Args) -> i32 {
     };
     // Peak resident memory of the whole wait process (benchmarks read this line).
     if let Ok(u) = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_SELF) {
-        tracing::info!(peak_rss_kib = u.max_rss(), code, "wait finished");
+        tracing::info!(peak_rss_kib = u.max_rss(), code, ?role, "finished");
     }
     code
 }

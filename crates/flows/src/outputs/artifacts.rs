@@ -69,7 +69,7 @@ async fn save_one<R: RuntimeExecutor>(
     let kind = art.archive_kind();
     // Keeps the in-root handle of a volume source open until the upload is done.
     let mut held: Option<MirroredSource> = None;
-    let staged = if ctx.template.is_base_layer_path(path) {
+    let staged = if ctx.template.is_base_layer_path_in(path, ctx.env.layout) {
         let tgz = staging.join(format!("{}.tgz", art.name));
         runtime
             .copy_file(MAIN, path, &tgz, level(kind))

@@ -107,7 +107,7 @@ fn over_total(params: &[Parameter]) -> Option<FlowError> {
 }
 
 async fn read<R: RuntimeExecutor>(ctx: &StepContext, runtime: &R, path: &Path) -> Result<Vec<u8>, ReadError> {
-    if ctx.template.is_base_layer_path(path) {
+    if ctx.template.is_base_layer_path_in(path, ctx.env.layout) {
         return runtime
             .get_file_contents(MAIN, path)
             .await

@@ -132,7 +132,7 @@ pub(crate) fn wait(
 pub(crate) fn main(ctx: &BuildCtx<'_>, spec: &Container) -> Result<core::Container, BuildError> {
     let mut k: core::Container = convert(&format!("container {}", spec.name), spec)?;
     let mut mounts = k.volume_mounts.take().unwrap_or_default();
-    mounts.extend(volumes::input_mounts(ctx.template));
+    mounts.extend(super::initless::input_mounts(ctx, &spec.name));
     if ctx.template.script.is_some() {
         mounts.push(mount(STAGING, "/argo/staging"));
         k.args
@@ -185,7 +185,12 @@ pub(crate) fn wrap_for_emissary(ctx: &BuildCtx<'_>, k: &mut core::Container) -> 
             entry.command.clone()
         }
     };
-    let mut wrapped = vec!["/var/run/argo/argoexec".to_string(), "emissary".to_string()];
+    let wrapper = if ctx.initless {
+        super::initless::ARGO_BIN_EXEC
+    } else {
+        "/var/run/argo/argoexec"
+    };
+    let mut wrapped = vec![wrapper.to_string(), "emissary".to_string()];
     if ctx.version.passes_log_format() {
         wrapped.extend(log_opts(ctx));
     }

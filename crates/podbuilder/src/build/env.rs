@@ -51,7 +51,7 @@ pub(crate) enum TemplateEnv {
 }
 
 impl TemplateEnv {
-    fn value(&self) -> &str {
+    pub(crate) fn value(&self) -> &str {
         match self {
             Self::Inline(json) => json,
             Self::Offloaded => argoexec_core::argo_version::OFFLOADED,

@@ -30,6 +30,7 @@ pub mod artifact_gc;
 mod containers;
 pub mod data;
 mod env;
+pub mod initless;
 mod offload;
 mod patch;
 pub mod resource;
@@ -183,6 +184,21 @@ pub enum BuildError {
         /// What is wrong and what to change.
         problem: String,
     },
+    /// Init-less layout: an input artifact's path contains a volume mount.
+    #[error(
+        "input artifact {artifact:?} path {path:?} is an ancestor of volume mount {volume:?} ({mount_path}); this is not \
+         supported in init-less pod mode because staging the artifact would clear the mounted volume"
+    )]
+    InitlessInputOverVolume {
+        /// The artifact.
+        artifact: String,
+        /// Its path.
+        path: String,
+        /// The volume.
+        volume: String,
+        /// Its mount path.
+        mount_path: String,
+    },
     /// The template has nothing to run.
     #[error("template {0:?} has no container, script, containerSet, resource or data")]
     NoMain(String),
@@ -224,6 +240,8 @@ pub(crate) struct BuildCtx<'a> {
     /// Tell wait its version (`ARGOEXEC_ARGO_VERSION`): a ≤ v3.5 pod whose template was
     /// offloaded looks like a v3.6+ one from inside.
     pub(crate) wait_version_hint: bool,
+    /// The init-less layout ([`initless`]): asked for by the config map, v4.1, emissary.
+    pub(crate) initless: bool,
 }
 
 pub(crate) fn convert<T: serde::de::DeserializeOwned>(
@@ -321,7 +339,9 @@ pub fn build_pod(
             env::TemplateEnv::Inline(tpl_json.clone())
         }),
         wait_version_hint: offload_template && !version.template_on_init_only(),
+        initless: config.initless_pod && version >= ArgoVersion::V4_1 && executor == ExecutorKind::Emissary,
     };
+    initless::check_inputs(&ctx)?;
 
     let user_mounts: Vec<core::VolumeMount> = template
         .main_volume_mounts()
@@ -347,14 +367,22 @@ pub fn build_pod(
         .unwrap_or_else(|| user_mounts.clone());
 
     let mut pod_containers = Vec::new();
-    if resource::needs_wait(&ctx) {
+    if ctx.initless && initless::needs_aux(&ctx) {
+        pod_containers.push(initless::supervisor(
+            &ctx,
+            &secret_mounts,
+            &user_mounts,
+            &main_mounts,
+        ));
+    } else if resource::needs_wait(&ctx) {
         pod_containers.push(containers::wait(&ctx, &secret_mounts, &main_mounts));
     }
     pod_containers.extend(main_ctrs);
     for (i, s) in template.sidecars.iter().enumerate() {
         pod_containers.push(containers::sidecar(&ctx, i, s, &main_mounts)?);
     }
-    let mut init = containers::has_init(&ctx).then(|| containers::init(&ctx, &secret_mounts, &user_mounts));
+    let mut init = (containers::has_init(&ctx) && !ctx.initless)
+        .then(|| containers::init(&ctx, &secret_mounts, &user_mounts));
     for c in init.iter_mut().chain(pod_containers.iter_mut()) {
         resource::lock_down(&ctx, c);
     }
@@ -380,6 +408,9 @@ fn pod_volumes(ctx: &BuildCtx<'_>, secrets: Vec<core::Volume>) -> Result<Vec<cor
     }
     for (i, vol) in t.volumes.iter().enumerate() {
         v.push(convert(&format!("template volumes[{i}]"), vol)?);
+    }
+    if ctx.initless {
+        v.push(initless::argo_bin_volume(ctx));
     }
     v.extend(secrets);
     if !t.inputs.artifacts.is_empty() {
@@ -526,8 +557,14 @@ fn finish_containers(ctx: &BuildCtx<'_>, pod: &mut core::Pod) -> Result<(), Buil
         return Ok(());
     };
     let grace = spec.termination_grace_period_seconds;
+    let has_aux = spec
+        .containers
+        .iter()
+        .any(|c| c.name == argoexec_core::template::WAIT || c.name == argoexec_core::template::SUPERVISOR);
     for (i, k) in spec.containers.iter_mut().enumerate() {
-        let is_wait = k.name == argoexec_core::template::WAIT;
+        let is_wait =
+            k.name == argoexec_core::template::WAIT || k.name == argoexec_core::template::SUPERVISOR;
+        initless::decorate_user(ctx, k, has_aux);
         let mounts = k.volume_mounts.get_or_insert_with(Vec::new);
         if ctx.version.has_tmp_dir_volume() && k.image.as_deref() == Some(ctx.exec_image.as_str()) {
             mounts.push(core::VolumeMount {

@@ -117,7 +117,7 @@ pub(crate) fn main(ctx: &BuildCtx<'_>, r: &ResourceTemplate) -> core::Container 
         cmd.insert(2, r.action.clone());
     }
     // `manifestFrom.artifact`: the input artifact at its path, as any main sees it.
-    c.volume_mounts = Some(super::volumes::input_mounts(ctx.template));
+    c.volume_mounts = Some(super::initless::input_mounts(ctx, MAIN));
     c
 }
 
