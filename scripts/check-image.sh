@@ -35,6 +35,9 @@ for ref in "$name:$tag" "$name:$tag-nonroot"; do
   [[ "$out" == *"the pns executor is not built into this argoexec"*"-legacy"* ]] || fail "$ref init with pns printed: $out"
   out=$("$DOCKER" run --rm --network none --entrypoint /argoexec-emissary "$ref" version) || fail "$ref emissary version"
   [[ "$out" == argoexec-emissary* ]] || fail "$ref /argoexec-emissary version printed: $out"
+  # The init-less layout's wrapper path (the image volume at /argo-bin): the same program.
+  out=$("$DOCKER" run --rm --network none --entrypoint /bin/argoexec "$ref" version) || fail "$ref /bin/argoexec version"
+  [[ "$out" == argoexec-emissary* ]] || fail "$ref /bin/argoexec version printed: $out"
   # The local tools are not in the image, and argoexec says so.
   if out=$("$DOCKER" run --rm --network none "$ref" run x.yaml 2>&1); then fail "$ref ran 'run'"; fi
   [[ "$out" == *argoexec-local* ]] || fail "$ref 'run' printed: $out"

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Build the executor image a cluster pulls, without a registry or a base image:
 #   NAME:TAG          — FROM scratch: /argoexec (init, wait, artifact; the entrypoint),
-#                       /argoexec-emissary (the per-pod copy init installs), the CA bundle,
-#                       /tmp; runs as root like Argo's argoexec image;
+#                       /argoexec-emissary (the per-pod copy init installs) and its hard
+#                       link /bin/argoexec (what v4.1's init-less pods run from the image
+#                       volume at /argo-bin), the CA bundle, /tmp; runs as root like Argo's
+#                       argoexec image;
 #   NAME:TAG-nonroot  — the same files, USER 8737 (Argo's non-root UID; group 0), for Pod
 #                       Security "restricted" (runAsNonRoot).
 # Both carry OCI labels. Unless --no-archive, `docker save` writes both to
@@ -40,6 +42,11 @@ root=$work/root
 mkdir -p "$root/etc/ssl/certs" "$root/tmp"
 chmod 1777 "$root/tmp"
 install -m 0555 "$static_dir/argoexec" "$static_dir/argoexec-emissary" "$root/"
+# Argo v4.1's init-less layout mounts this image at /argo-bin and runs
+# /argo-bin/bin/argoexec (emissary, kill) from it: the per-pod copy, as a hard link (stored
+# once in the layer).
+mkdir -p "$root/bin"
+ln "$root/argoexec-emissary" "$root/bin/argoexec"
 cp /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/" 2>/dev/null ||
   : >"$root/etc/ssl/certs/ca-certificates.crt"
 # No /etc/passwd or /etc/group: with one naming UID 8737, a pod that sets runAsUser without

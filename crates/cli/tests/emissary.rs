@@ -9,11 +9,14 @@
 //! The control-file tests (signal file, dependencies, pauses) run twice: with inotify, and
 //! with polling forced (`ARGOEXEC_FS_WATCH=poll`), the fallback for exhausted inotify limits.
 //! Modules: `pod` (the harness), `sidecar` (self-termination, the wait side's kill),
-//! `features` (offloaded arguments, trace context, the pty).
+//! `features` (offloaded arguments, trace context, the pty), `initless` (waiting for the
+//! supervisor's marker, linked inputs).
 
 mod common;
 #[path = "emissary/features.rs"]
 mod features;
+#[path = "emissary/initless.rs"]
+mod initless;
 #[path = "emissary/pod.rs"]
 mod pod;
 #[path = "emissary/sidecar.rs"]

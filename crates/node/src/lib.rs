@@ -26,6 +26,7 @@ mod env;
 mod error;
 mod expand;
 mod hostfs;
+mod image_volume;
 mod lifecycle;
 mod node;
 pub mod nonroot;

@@ -170,7 +170,14 @@ impl LocalNode {
             crate::tmpfs::unmount_below(pod_dir);
             let _ = std::fs::remove_dir_all(pod_dir);
         };
-        let prepared = match volumes::prepare(&pod, &self.config.node_name, &pod_dir, &objects) {
+        let images = match self.image_volumes(&pod).await {
+            Ok(i) => i,
+            Err(e) => {
+                discard_dir(&pod_dir);
+                return Err(e);
+            }
+        };
+        let prepared = match volumes::prepare(&pod, &self.config.node_name, &pod_dir, &objects, &images) {
             Ok(v) => v,
             Err(e) => {
                 discard_dir(&pod_dir);
@@ -266,6 +273,23 @@ impl LocalNode {
         Ok(())
     }
 
+    /// The host directories of the pod's `image` volumes, by volume name.
+    async fn image_volumes(
+        &self,
+        pod: &Pod,
+    ) -> Result<std::collections::HashMap<String, PathBuf>, NodeError> {
+        let mut out = std::collections::HashMap::new();
+        for v in pod.spec.iter().flat_map(|s| s.volumes.iter().flatten()) {
+            let Some(reference) = v.image.as_ref().and_then(|i| i.reference.as_deref()) else {
+                continue;
+            };
+            let dir = crate::image_volume::prepare(&self.docker, &self.config.state_dir, &v.name, reference)
+                .await?;
+            out.insert(v.name.clone(), dir);
+        }
+        Ok(out)
+    }
+
     async fn create_pause(&self, pod: &Pod) -> Result<String, (Option<String>, NodeError)> {
         let pod_name = pod.metadata.name.clone().unwrap_or_default();
         let body = bollard::models::ContainerCreateBody {
@@ -332,7 +356,7 @@ impl LocalNode {
 }
 
 /// A random RFC 4122 UUID from the kernel, or a time-and-pid one when that is unavailable.
-fn new_uid() -> String {
+pub(crate) fn new_uid() -> String {
     std::fs::read_to_string("/proc/sys/kernel/random/uuid")
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| {

@@ -1,8 +1,9 @@
 //! Pod volumes as host directories: `emptyDir` (a fresh 0777 directory under the pod's state
 //! directory, removed with the pod; a sized tmpfs for `medium: Memory`, [`crate::tmpfs`]),
 //! `hostPath` (the host path itself, created for the `*OrCreate` types, never removed),
-//! `downwardAPI` (files rendered once at pod start) and `configMap`/`secret`
-//! ([`crate::datavolume`]). Other volume types are refused with [`NodeError::Unsupported`].
+//! `downwardAPI` (files rendered once at pod start), `configMap`/`secret`
+//! ([`crate::datavolume`]) and `image` (the image's file system, extracted once per image by
+//! [`crate::image_volume`], read-only). Other volume types are refused with [`NodeError::Unsupported`].
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -36,6 +37,7 @@ pub(crate) fn prepare(
     node_name: &str,
     pod_dir: &Path,
     objects: &PodObjects,
+    images: &HashMap<String, PathBuf>,
 ) -> Result<HashMap<String, HostVolume>, NodeError> {
     let pod_name = pod.metadata.name.clone().unwrap_or_default();
     let mut out = HashMap::new();
@@ -57,6 +59,12 @@ pub(crate) fn prepare(
             datavolume::prepare(&pod_name, &v.name, &DataVolume::secret(s), &dir, objects)?
         } else if let Some(cm) = &v.config_map {
             datavolume::prepare(&pod_name, &v.name, &DataVolume::config_map(cm), &dir, objects)?
+        } else if let Some(path) = images.get(&v.name) {
+            HostVolume {
+                path: path.clone(),
+                owned: false,
+                force_read_only: true,
+            }
         } else {
             return Err(NodeError::Unsupported {
                 pod: pod_name,

@@ -212,7 +212,7 @@ async fn execute(args: &Args) -> anyhow::Result<(Outcome, PathBuf)> {
             mounts::KUBELET_CA_VOLUME,
             dir,
             mounts::KUBELET_CA_MOUNT,
-            &["wait"],
+            &["wait", "supervisor"],
         );
     }
     // Removed when this function returns, however it returns.

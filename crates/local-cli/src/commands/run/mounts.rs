@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use argoexec_core::template::{SUPERVISOR, WAIT};
 use argoexec_node::NodeConfig;
 use k8s_openapi::api::core::v1::{HostPathVolumeSource, Pod, Volume, VolumeMount};
 
@@ -20,7 +21,10 @@ pub async fn give_key_dir_to_wait(docker_socket: &Path, pod: &Pod, dir: &Path) -
     let Some(spec) = pod.spec.as_ref() else {
         return Ok(());
     };
-    let wait = spec.containers.iter().find(|c| c.name == "wait");
+    let wait = spec
+        .containers
+        .iter()
+        .find(|c| c.name == WAIT || c.name == SUPERVISOR);
     let sc = wait.and_then(|c| c.security_context.as_ref());
     let psc = spec.security_context.as_ref();
     let uid = sc
@@ -69,7 +73,7 @@ fn numeric_user(user: &str) -> (Option<i64>, Option<i64>) {
 
 /// Mount the host repository into init and wait.
 pub fn attach_repository(pod: &mut Pod, repo: &Path) {
-    attach_host_dir(pod, REPO_VOLUME, repo, REPO_MOUNT, &["init", "wait"]);
+    attach_host_dir(pod, REPO_VOLUME, repo, REPO_MOUNT, &["init", WAIT, SUPERVISOR]);
 }
 
 /// Mount the host directory `dir` at `mount` in the named containers.

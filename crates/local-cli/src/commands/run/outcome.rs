@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use argoexec_core::template::Outputs;
+use argoexec_core::template::{Outputs, SUPERVISOR, WAIT};
 use k8s_openapi::api::core::v1::{ContainerStatus, PodStatus};
 use serde_json::{Value, json};
 
@@ -140,6 +140,20 @@ pub fn assess(status: &PodStatus, mains: &[String], report: Option<(&Outputs, Op
         );
     }
     let statuses = || status.container_statuses.iter().flatten();
+    let is_aux = |c: &ContainerStatus| c.name == WAIT || c.name == SUPERVISOR;
+    // Init-less layout: main's 65 means the supervisor never made the pod ready; its own
+    // status says why (Argo ranks the supervisor first then).
+    let pre_main = statuses()
+        .filter(|c| mains.contains(&c.name))
+        .any(|c| term(c).is_some_and(|t| t.exit_code == argoexec_core::exit::SUPERVISOR_PRE_MAIN));
+    if pre_main {
+        for c in statuses().filter(|c| c.name == SUPERVISOR) {
+            if term(c).is_some_and(|t| t.exit_code != 0) {
+                let m = describe(c).unwrap_or_default();
+                return done(Phase::Error, Some(format!("supervisor: {m}")));
+            }
+        }
+    }
     for c in statuses().filter(|c| mains.contains(&c.name)) {
         if let Some(t) = term(c).filter(|t| t.exit_code != 0) {
             let reason = t.reason.clone().unwrap_or_else(|| "Error".into());
@@ -155,7 +169,7 @@ pub fn assess(status: &PodStatus, mains: &[String], report: Option<(&Outputs, Op
             return done(Phase::Failed, Some(m));
         }
     }
-    for c in statuses().filter(|c| c.name == "wait") {
+    for c in statuses().filter(|c| is_aux(c)) {
         if term(c).is_some_and(|t| t.exit_code != 0) {
             return done(Phase::Error, describe(c).or(reported));
         }
@@ -164,7 +178,7 @@ pub fn assess(status: &PodStatus, mains: &[String], report: Option<(&Outputs, Op
         .container_statuses
         .iter()
         .flatten()
-        .filter(|c| c.name != "wait" && !mains.contains(&c.name))
+        .filter(|c| !is_aux(c) && !mains.contains(&c.name))
     {
         if let Some(t) = term(c).filter(|t| !matches!(t.exit_code, 0 | 137 | 143)) {
             return done(

@@ -184,14 +184,14 @@ impl Session {
         }
     }
 
-    /// Wait until the wait container has terminated (the step's outputs are reported).
+    /// Wait until the wait (or supervisor) container has terminated (the step's outputs are reported).
     pub async fn wait_exited(&self) {
         let mut rx = self.status.clone();
         let exited = |s: &PodStatus| {
-            s.container_statuses
-                .iter()
-                .flatten()
-                .any(|c| c.name == "wait" && c.state.as_ref().is_some_and(|st| st.terminated.is_some()))
+            s.container_statuses.iter().flatten().any(|c| {
+                (c.name == "wait" || c.name == "supervisor")
+                    && c.state.as_ref().is_some_and(|st| st.terminated.is_some())
+            })
         };
         if rx.wait_for(exited).await.is_err() {
             std::future::pending::<()>().await;
