@@ -32,7 +32,7 @@ pub use tree_at::{
 };
 pub use unpack::{Strategy, unpack_input};
 pub use unpack_stream::{Unpacked, unpack_input_stream};
-pub use write::{write_tar, write_tar_gz, write_tar_gz_in_root, write_tar_gz_with};
+pub use write::{write_tar, write_tar_gz, write_tar_gz_following, write_tar_gz_in_root, write_tar_gz_with};
 pub use zipfmt::{extract_zip, write_zip};
 pub use zst::{extract_tar_zst, write_tar_zst};
 

@@ -83,6 +83,16 @@ pub(crate) fn walk(
     walk_at(&abs, &name, visit)
 }
 
+/// [`walk`] naming the top-level entry `name` instead of `basename(src)`.
+pub(crate) fn walk_named(
+    src: &Path,
+    name: &Path,
+    visit: &mut dyn FnMut(Node<'_>) -> Result<(), ArchiveError>,
+) -> Result<(), ArchiveError> {
+    let (abs, _) = resolve(src)?;
+    walk_at(&abs, name, visit)
+}
+
 fn walk_at(
     path: &Path,
     name: &Path,

@@ -132,6 +132,38 @@ pub fn write_tar_gz<W: Write + Send>(src: &Path, out: W, level: Option<u32>) -> 
     write_tar_gz_with(src, out, &opts)
 }
 
+/// [`write_tar_gz`] of what `src` points to when it is a symbolic link: the link is followed
+/// once, at the top, and the archive still names the top-level entry `basename(src)`. For a
+/// process archiving its own file system (the wrapper staging main's outputs, where an
+/// init-less pod's input artifact is a link into the shared volume); links below the top are
+/// stored as links, as always.
+///
+/// # Errors
+/// As [`write_tar`]; a dangling link is [`ArchiveError::NotFound`].
+pub fn write_tar_gz_following<W: Write + Send>(
+    src: &Path,
+    out: W,
+    level: Option<u32>,
+) -> Result<u64, ArchiveError> {
+    let (abs, name) = tree::resolve(src)?;
+    let target = match std::fs::canonicalize(&abs) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(ArchiveError::NotFound {
+                path: src.to_path_buf(),
+            });
+        }
+        Err(e) => return Err(ArchiveError::io("resolve", src, e)),
+    };
+    let opts = GzipOptions {
+        level: level.unwrap_or(6).min(9),
+        ..GzipOptions::default()
+    };
+    gz_of(&target, out, &opts, &mut |src, visit| {
+        tree::walk_named(src, &name, visit)
+    })
+}
+
 /// [`write_tar_gz`] with explicit gzip tuning (level, block size, threads).
 ///
 /// # Errors

@@ -209,3 +209,41 @@ fn symlinks_are_stored_not_followed() {
         ]
     );
 }
+
+#[test]
+fn following_resolves_the_top_link_only_and_keeps_its_name() {
+    let d = tempfile::tempdir().unwrap();
+    let real = d.path().join("real-dir");
+    fs::create_dir(&real).unwrap();
+    fs::write(real.join("f.txt"), "content").unwrap();
+    std::os::unix::fs::symlink("/etc/passwd", real.join("inner")).unwrap();
+    let top = d.path().join("shown-name");
+    std::os::unix::fs::symlink(&real, &top).unwrap();
+    let mut gz = Vec::new();
+    write_tar_gz_following(&top, &mut gz, None).unwrap();
+    let mut ar = tar::Archive::new(flate2::read::GzDecoder::new(&gz[..]));
+    let entries: Vec<(String, tar::EntryType)> = ar
+        .entries()
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (e.path().unwrap().display().to_string(), e.header().entry_type())
+        })
+        .collect();
+    assert_eq!(
+        entries,
+        [
+            ("shown-name/".into(), tar::EntryType::Directory),
+            ("shown-name/f.txt".into(), tar::EntryType::Regular),
+            ("shown-name/inner".into(), tar::EntryType::Symlink),
+        ],
+        "the top link's target under the link's name; links below stay links"
+    );
+    let dangling = d.path().join("dangling");
+    std::os::unix::fs::symlink(d.path().join("nothing"), &dangling).unwrap();
+    assert!(
+        write_tar_gz_following(&dangling, Vec::new(), None)
+            .unwrap_err()
+            .is_not_found()
+    );
+}

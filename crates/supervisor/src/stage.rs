@@ -58,7 +58,7 @@ pub fn stage_outputs(
             tracing::debug!(path = %src.display(), "artifact is on a volume, not staged");
             continue;
         }
-        stage_artifact(src, &paths.staged_artifact(src))?;
+        stage_artifact(src, &paths.staged_artifact(src), layout)?;
     }
     Ok(())
 }
@@ -100,14 +100,19 @@ fn stage_parameter(src: &Path, dst: &Path, err_dst: &Path) -> Result<(), Supervi
     }
 }
 
-/// Archive one artifact path.
-fn stage_artifact(src: &Path, dst: &Path) -> Result<(), SupervisorError> {
+/// Archive one artifact path. In the init-less layout a link at the top is followed: an
+/// output at an input artifact's path is this wrapper's own link into the shared volume.
+fn stage_artifact(src: &Path, dst: &Path, layout: PodLayout) -> Result<(), SupervisorError> {
     if missing(src, "artifact") {
         return Ok(());
     }
     tracing::debug!(src = %src.display(), dst = %dst.display(), "saving artifact");
     let mut not_found = false;
-    let result = write_via_temp(dst, |out| match argoexec_archive::write_tar_gz(src, out, None) {
+    let write = |out: &mut File| match layout {
+        PodLayout::Initless => argoexec_archive::write_tar_gz_following(src, out, None),
+        PodLayout::Legacy => argoexec_archive::write_tar_gz(src, out, None),
+    };
+    let result = write_via_temp(dst, |out| match write(out) {
         Ok(_) => Ok(()),
         Err(e) => {
             not_found = e.is_not_found();
