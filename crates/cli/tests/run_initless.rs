@@ -104,3 +104,48 @@ container:
         r.dump()
     );
 }
+
+/// Every shipped example runs the same in the init-less layout as in the legacy one.
+#[test]
+fn every_example_runs_initless() {
+    if !docker_available() {
+        return;
+    }
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".yaml"))
+        .collect();
+    names.sort();
+    assert!(names.len() >= 10, "{names:?}");
+    let cm_dir = tempfile::tempdir().unwrap();
+    let cm = config_map(&cm_dir, INITLESS);
+    for name in names {
+        let r = run_support::run_file(
+            &run_support::example(&name),
+            "emissary",
+            &["--config", &cm, "--argo-version", "4.1"],
+            None,
+        );
+        let containers = r.json["containers"].to_string();
+        assert!(
+            containers.contains("\"supervisor\"") || !containers.contains("\"wait\""),
+            "{name}: not the init-less layout: {containers}"
+        );
+        match name.as_str() {
+            "exit-code.yaml" => {
+                assert_eq!(r.phase(), "Failed", "{name}: {}", r.dump());
+                assert_eq!(r.param("partial").as_deref(), Some("partial"), "{name}");
+            }
+            _ => assert_eq!(r.phase(), "Succeeded", "{name}: {}", r.dump()),
+        }
+        if name == "hello-world.yaml" {
+            assert_eq!(r.result(), Some("hello world"), "{name}");
+        }
+        if name == "output-artifact.yaml" {
+            assert!(r.artifact("report").is_some(), "{name}: {}", r.dump());
+        }
+    }
+}
