@@ -34,7 +34,9 @@ target=$(rustc -vV | sed -n 's/^host: //p')
 # Under CARGO_TARGET_DIR when set (CI keeps its build cache outside the clone).
 dir="${STATIC_TARGET_DIR:-${CARGO_TARGET_DIR:-target}/static}"
 echo "build-static: cargo build --profile $profile ${features[*]} (static; the first build takes several minutes)" >&2
-RUSTFLAGS="-C target-feature=+crt-static" cargo build --profile "$profile" --locked --target "$target" \
+# pack-relative-relocs: the static-pie's relocations as DT_RELR (glibc 2.36+, binutils 2.38+),
+# 0.7 MB less than RELA in argoexec, the same program at run time.
+RUSTFLAGS="-C target-feature=+crt-static -C link-arg=-Wl,-z,pack-relative-relocs" cargo build --profile "$profile" --locked --target "$target" \
   "${features[@]}" -p argoexec -p argoexec-emissary -p argoexec-local -p argoexec-plugin-hello --target-dir "$dir"
 out="$dir/$target/$profile"
 ls -l "$out/argoexec" "$out/argoexec-emissary" "$out/argoexec-local" >&2

@@ -1,0 +1,111 @@
+//! The pod layouts side by side (issue 21): `argoexec run -o json examples/hello-world.yaml`
+//! as Argo v4.1 builds the pod in the legacy layout (init + wait) and in the init-less one
+//! (`initlessPod.enabled`: supervisor, the executor from an image volume), alternated,
+//! median of N (default 10). Two figures per layout, both from the run's own clock:
+//! * run start → main exited (the run's `terminatedSeenUnixNanos.main`, i.e. the node's
+//!   status change, minus the moment `run` was started): how soon the user's command has run;
+//! * run start → run finished (pod terminal, outputs read back, the pod removed).
+//!
+//! Usage: `layout_bench [ARGOEXEC_BINARY] [N]` (default `target/release/argoexec`, 10). Needs
+//! the Docker Engine and the local images (`bash scripts/setup.sh`). Prints `BENCH-ROW` lines
+//! (bench `layout`); no goal: Argo's reason for the init-less layout is the init container's
+//! cost, and this shows what it saves here.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use argoexec_bench::Row;
+
+/// One run's figures: (start → main exited, start → finished).
+fn once(bin: &str, config: Option<&std::path::Path>) -> Result<(Duration, Duration), String> {
+    let mut cmd = Command::new(bin);
+    cmd.args([
+        "run",
+        "-o",
+        "json",
+        "--argo-version",
+        "4.1",
+        "examples/hello-world.yaml",
+    ]);
+    if let Some(c) = config {
+        cmd.arg("--config").arg(c);
+    }
+    let wall_start = SystemTime::now();
+    let t = Instant::now();
+    let out = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+        .map_err(|e| format!("{cmd:?}: {e}"))?;
+    let finished = t.elapsed();
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let last = err.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
+        return Err(format!("{cmd:?} failed ({}): {last}", out.status));
+    }
+    let json: serde_json::Value =
+        serde_json::from_slice(&out.stdout).map_err(|e| format!("run printed no JSON: {e}"))?;
+    let main_ns = json["terminatedSeenUnixNanos"]["main"]
+        .as_u64()
+        .ok_or("no terminatedSeenUnixNanos.main in the run's JSON")?;
+    let start_ns = wall_start
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_nanos() as u64;
+    Ok((Duration::from_nanos(main_ns.saturating_sub(start_ns)), finished))
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let bin = args.next().unwrap_or_else(|| "target/release/argoexec".into());
+    let n: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(10).max(1);
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let cm = dir.path().join("initless.yaml");
+    std::fs::write(
+        &cm,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata:\n  initlessPod: |\n    enabled: true\n",
+    )
+    .expect("write the config map");
+    let (mut legacy, mut initless) = (Vec::new(), Vec::new());
+    let measured = (0..n).try_for_each(|_| {
+        legacy.push(once(&bin, None)?);
+        initless.push(once(&bin, Some(&cm))?);
+        Ok::<_, String>(())
+    });
+    let figure = |what: &str| format!("hello-world, Argo 4.1 pod, run start → {what}, median of {n}");
+    if let Err(e) = measured {
+        eprintln!("layout_bench: {e}");
+        Row::failed("layout", figure("main exited"), e).emit();
+        std::process::exit(1);
+    }
+    let pick = |v: &[(Duration, Duration)], f: fn(&(Duration, Duration)) -> Duration| {
+        median(v.iter().map(f).collect())
+    };
+    for (what, f) in [
+        (
+            "main exited",
+            (|p: &(Duration, Duration)| p.0) as fn(&(Duration, Duration)) -> Duration,
+        ),
+        ("run finished (pod terminal, removed)", |p| p.1),
+    ] {
+        let (l, i) = (pick(&legacy, f), pick(&initless, f));
+        println!(
+            "{what}: legacy (init + wait) {:.0} ms, init-less (supervisor) {:.0} ms",
+            ms(l),
+            ms(i)
+        );
+        Row::new("layout", figure(what), format!("init-less {:.0} ms", ms(i)))
+            .baseline(format!("legacy init + wait {:.0} ms", ms(l)))
+            .ratio(format!("{:.2}x the legacy layout's time", ms(i) / ms(l)))
+            .emit();
+    }
+}
