@@ -131,7 +131,7 @@ fn every_example_runs_initless() {
         );
         let containers = r.json["containers"].to_string();
         assert!(
-            containers.contains("\"supervisor\"") || !containers.contains("\"wait\""),
+            !containers.contains("\"wait\"") && !containers.contains("\"init\""),
             "{name}: not the init-less layout: {containers}"
         );
         match name.as_str() {

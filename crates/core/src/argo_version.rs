@@ -130,6 +130,8 @@ impl ArgoVersion {
     /// - a template in `ARGO_TEMPLATE`: v3.5 (v3.3 emissary pods are treated as v3.5: the
     ///   only difference the executor acts on is the extra `report-outputs-completed`
     ///   write, which a v3.3 controller ignores);
+    /// - `ARGO_INITLESS_POD=true` (the init-less layout's supervisor, which carries the
+    ///   template inline): v4.1, the only version with that layout;
     /// - no `ARGO_TEMPLATE`, or the literal `offloaded`: v3.6 and later, read as v3.7 (so
     ///   early v3.6/v3.7.0 pods also get writes retried forever, where their own executor
     ///   gave up after five attempts: the safer of the two).
@@ -144,6 +146,9 @@ impl ArgoVersion {
         let executor = get("ARGO_CONTAINER_RUNTIME_EXECUTOR").unwrap_or_default();
         if !executor.is_empty() && executor != "emissary" {
             return Self::V3_3;
+        }
+        if get(crate::ready::INITLESS_POD_ENV).is_some_and(|v| v == "true") {
+            return Self::V4_1;
         }
         match get("ARGO_TEMPLATE").filter(|t| !t.trim().is_empty()) {
             Some(t) if t != OFFLOADED => Self::V3_5,
@@ -247,6 +252,11 @@ mod tests {
             ArgoVersion::V3_3
         );
         assert_eq!(infer(&[("ARGO_TEMPLATE", "{}")]), ArgoVersion::V3_5);
+        assert_eq!(
+            infer(&[("ARGO_TEMPLATE", "{}"), ("ARGO_INITLESS_POD", "true")]),
+            ArgoVersion::V4_1,
+            "the init-less supervisor carries the template inline and is v4.1"
+        );
         assert_eq!(infer(&[("ARGO_WORKFLOW_UID", "u")]), ArgoVersion::V3_7);
         assert_eq!(infer(&[("ARGO_TEMPLATE", OFFLOADED)]), ArgoVersion::V3_7);
         assert_eq!(

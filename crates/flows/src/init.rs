@@ -10,7 +10,7 @@
 //!    `<pod>` ConfigMap at `/argo/config/ARGO_TEMPLATE`).
 //! 2. Stage a script template's source at `/argo/staging/script` with mode 0755 (v3.6,
 //!    AW#12787: a script with a shebang can be run directly).
-//! 3. Load the input artifacts, four at a time: optional unsupplied ones are skipped, required ones must be
+//! 3. Load every input artifact, in order: optional unsupplied ones are skipped, required ones must be
 //!    supplied; a key-only one (`s3: {key: …}`) is relocated onto the archive location first
 //!    (Argo's `Relocate`, `argoexec_core::template` relocate rules); paths overlapping a user volume are written through `/mainctrfs`, the others
 //!    to `/argo/inputs/artifacts/<name>` (which main mounts by subPath); archives are unpacked
@@ -46,19 +46,40 @@ pub async fn run(ctx: &StepContext, wrapper: &Path) -> Result<(), FlowError> {
         "installed the executor files"
     );
     stage_script(ctx).await?;
-    load_inputs(ctx).await
+    load_inputs(ctx, false).await
 }
 
-/// How many input artifacts load at once.
+/// How many input artifacts the supervisor loads at once.
 const PARALLEL_LOADS: usize = 4;
 
-/// Load every input artifact, up to [`PARALLEL_LOADS`] at once; the first failure is the
-/// result (the loads still running are dropped with it).
-pub(crate) async fn load_inputs(ctx: &StepContext) -> Result<(), FlowError> {
-    use futures::TryStreamExt;
-    futures::stream::iter(ctx.template.inputs.artifacts.iter().map(Ok))
-        .try_for_each_concurrent(PARALLEL_LOADS, |art| load_artifact(ctx, art))
-        .await
+/// Load every input artifact: in order, one after another (init, as Argo's), or with
+/// `parallel` up to [`PARALLEL_LOADS`] at once (the supervisor) unless one destination lies
+/// inside another (then the order decides the result, so they load in order). Every load
+/// runs to its end before the first failure is returned, so nothing is still being written
+/// when the caller reports it.
+pub(crate) async fn load_inputs(ctx: &StepContext, parallel: bool) -> Result<(), FlowError> {
+    use futures::StreamExt;
+    let arts = &ctx.template.inputs.artifacts;
+    let dests: Vec<PathBuf> = arts.iter().filter_map(|a| input_destination(ctx, a)).collect();
+    let nested = dests.iter().enumerate().any(|(i, a)| {
+        dests
+            .iter()
+            .enumerate()
+            .any(|(j, b)| i != j && argoexec_core::paths::is_under(a, b))
+    });
+    if !parallel || nested {
+        for art in arts {
+            load_artifact(ctx, art).await?;
+        }
+        return Ok(());
+    }
+    let width = PARALLEL_LOADS;
+    let results: Vec<Result<(), FlowError>> =
+        futures::stream::iter(arts.iter().map(|art| load_artifact(ctx, art)))
+            .buffered(width)
+            .collect()
+            .await;
+    results.into_iter().collect()
 }
 
 /// Write the template to `/var/run/argo/template` (0444), atomically.

@@ -79,6 +79,16 @@ pub enum FlowError {
     /// The step was stopped (deadline or SIGTERM); the message is the node message.
     #[error("{0}")]
     Stopped(String),
+    /// A step of a larger phase failed (the supervisor's preparation: Argo's wording for the
+    /// step, then the cause).
+    #[error("{step}: {source}")]
+    Step {
+        /// The step, e.g. `failed to load non-plugin input artifacts`.
+        step: &'static str,
+        /// The cause.
+        #[source]
+        source: Box<FlowError>,
+    },
     /// A main container failed to be killed.
     #[error("kill main containers: {0}")]
     Kill(String),

@@ -83,10 +83,20 @@ async fn prepare(ctx: &StepContext, terminate: &CancellationToken) -> Result<(),
 
 /// The template, the script and the inputs, as init prepares them.
 async fn prepare_files(ctx: &StepContext) -> Result<(), FlowError> {
-    let tpl = crate::init::write_template(ctx)?;
+    let step = |step: &'static str| {
+        move |e: FlowError| FlowError::Step {
+            step,
+            source: Box::new(e),
+        }
+    };
+    let tpl = crate::init::write_template(ctx).map_err(step("failed to write template"))?;
     tracing::info!(template = %tpl.display(), source = ?ctx.template_source, "wrote the template");
-    crate::init::stage_script(ctx).await?;
-    crate::init::load_inputs(ctx).await
+    crate::init::stage_script(ctx)
+        .await
+        .map_err(step("failed to stage files"))?;
+    crate::init::load_inputs(ctx, true)
+        .await
+        .map_err(step("failed to load non-plugin input artifacts"))
 }
 
 /// Rewrite `RUNNING` every [`HEARTBEAT`] until aborted; a failed write is only logged.

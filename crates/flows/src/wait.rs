@@ -17,6 +17,7 @@
 
 use std::time::{Duration, SystemTime};
 
+use argoexec_core::ready::PodLayout;
 use argoexec_core::template::{INIT, MAIN, SUPERVISOR, WAIT};
 use argoexec_runtime::report::{NodeResult, OutputReporter};
 use argoexec_runtime::{ContainerExit, ErrorKind, RuntimeExecutor};
@@ -234,7 +235,8 @@ async fn sleep_or_forever(d: Option<Duration>) {
     }
 }
 
-/// Kill every container the backend can see except wait, init, the supervisor and the mains.
+/// Kill every container the backend can see except wait, init, the mains, and in the
+/// init-less layout the supervisor.
 async fn kill_sidecars<R: RuntimeExecutor>(
     ctx: &StepContext,
     runtime: &R,
@@ -244,7 +246,8 @@ async fn kill_sidecars<R: RuntimeExecutor>(
         .list_container_names()
         .await?
         .into_iter()
-        .filter(|n| n != WAIT && n != INIT && n != SUPERVISOR && !mains.contains(n))
+        .filter(|n| n != WAIT && n != INIT && !mains.contains(n))
+        .filter(|n| !(ctx.env.layout == PodLayout::Initless && n == SUPERVISOR))
         .collect();
     if sidecars.is_empty() {
         return Ok(());

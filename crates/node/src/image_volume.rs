@@ -37,14 +37,23 @@ pub(crate) async fn prepare(
             NodeError::docker("inspect image", reference.to_string(), e)
         }
     })?;
-    let id = inspected.id.unwrap_or_default();
+    let id = inspected
+        .id
+        .filter(|i| !i.is_empty())
+        .ok_or_else(|| NodeError::Invalid {
+            pod: volume.to_string(),
+            message: format!("the Docker Engine reported no ID for image {reference:?}"),
+        })?;
     let key = id.trim_start_matches("sha256:");
     let root = state_dir.join("images");
+    // Only this user may enter the cache: nobody else can read the images or plant one
+    // under a predictable path before the first extraction.
+    crate::hostfs::make_dir(&root, 0o700)?;
+    check_private(&root)?;
     let dir = root.join(key);
     if dir.is_dir() {
         return Ok(dir);
     }
-    crate::hostfs::make_dir(&root, 0o755)?;
     let tmp = root.join(format!(".{key}.{}.tmp", crate::node::new_uid()));
     let extracted = extract(docker, reference, &tmp).await;
     if let Err(e) = extracted {
@@ -74,6 +83,10 @@ async fn extract(docker: &Docker, reference: &str, into: &Path) -> Result<(), No
         // Never run; an image without an entrypoint or command still needs one to be created.
         entrypoint: Some(vec!["/image-volume-export".into()]),
         cmd: Some(vec![]),
+        labels: Some(std::collections::HashMap::from([(
+            "io.argoexec-rs.image-volume-export".to_string(),
+            reference.to_string(),
+        )])),
         ..Default::default()
     };
     let id = docker
@@ -106,6 +119,7 @@ async fn extract(docker: &Docker, reference: &str, into: &Path) -> Result<(), No
             &id,
             Some(RemoveContainerOptions {
                 force: true,
+                v: true,
                 ..Default::default()
             }),
         )
@@ -129,10 +143,30 @@ fn unpack(archive: &Path, into: &Path) -> Result<(), NodeError> {
     let file = std::fs::File::open(archive).map_err(|e| io_err("open", archive, e))?;
     let mut tar = tar::Archive::new(std::io::BufReader::new(file));
     tar.set_preserve_permissions(true);
+    // No setuid or setgid bits from an image: the files belong to the node's user.
+    tar.set_mask(0o6000);
     tar.set_unpack_xattrs(false);
     tar.set_overwrite(true);
     tar.unpack(into)
         .map_err(|e| io_err("unpack the image into", into, e))
+}
+
+/// Refuse a cache directory that is not this user's alone.
+fn check_private(dir: &Path) -> Result<(), NodeError> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let meta = std::fs::symlink_metadata(dir).map_err(|e| io_err("stat", dir, e))?;
+    let mine = meta.uid() == rustix::process::geteuid().as_raw();
+    if meta.file_type().is_dir() && mine && meta.permissions().mode() & 0o077 == 0 {
+        return Ok(());
+    }
+    Err(io_err(
+        "use the image cache",
+        dir,
+        std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            "it must be a directory of this user's with mode 0700",
+        ),
+    ))
 }
 
 fn io_err(action: &'static str, path: &Path, source: std::io::Error) -> NodeError {

@@ -198,3 +198,19 @@ fn the_config_key_is_checked() {
     let e = ControllerConfig::from_configmap_yaml(bad).unwrap_err();
     assert!(e.to_string().contains("initlessPod.enabled"), "{e}");
 }
+
+#[test]
+fn the_name_supervisor_is_reserved_only_in_the_init_less_layout() {
+    let tpl = r#"{"name": "step", "container": {"image": "busybox", "command": ["true"]},
+      "sidecars": [{"name": "supervisor", "image": "busybox", "command": ["sleep", "60"]}]}"#;
+    let e = build(tpl, INITLESS, ArgoVersion::V4_1).unwrap_err();
+    assert!(e.to_string().contains("supervisor"), "{e}");
+    // The legacy layout keeps it a user sidecar: wrapped by the emissary like any other.
+    let p = build(tpl, "kind: ConfigMap\ndata: {}\n", ArgoVersion::V4_1).unwrap();
+    let side = ctr(&p, "supervisor");
+    assert_eq!(
+        side.command.as_ref().unwrap()[..2],
+        ["/var/run/argo/argoexec", "emissary"]
+    );
+    assert!(env(side, "ARGO_CONTAINER_NAME").is_some());
+}

@@ -28,7 +28,7 @@ fn initless(pod: &Pod, script: &str) -> Command {
     c
 }
 
-fn ready_case(pod: Pod) {
+fn ready_case(pod: Pod, polling: bool) {
     let p = pod.paths();
     let mut child = pod.spawn("main", initless(&pod, "cat in/f.txt > seen.txt"));
     pod.await_log("main", "waiting for the supervisor");
@@ -43,7 +43,19 @@ fn ready_case(pod: Pod) {
         "the command ran before READY"
     );
     mark(&pod, &Marker::Ready);
+    let released = std::time::Instant::now();
     let status = finish(&mut child, Duration::from_secs(10));
+    // With inotify the rename wakes the wrapper at once; polling may take its 2 s period.
+    let limit = if polling {
+        Duration::from_secs(5)
+    } else {
+        Duration::from_millis(1500)
+    };
+    assert!(
+        released.elapsed() < limit,
+        "READY took {:?} to release the command",
+        released.elapsed()
+    );
     assert_eq!(status.code(), Some(0), "{}", pod.log("main"));
     assert_eq!(
         fs::read_to_string(pod.work().join("seen.txt")).unwrap(),
@@ -62,12 +74,12 @@ fn ready_case(pod: Pod) {
 
 #[test]
 fn the_command_waits_for_ready_and_finds_its_inputs_linked() {
-    ready_case(Pod::new());
+    ready_case(Pod::new(), false);
 }
 
 #[test]
 fn the_command_waits_for_ready_when_polling() {
-    ready_case(Pod::polling());
+    ready_case(Pod::polling(), true);
 }
 
 /// Run a wrapper against a marker already in place; it must exit 65 without running.

@@ -320,6 +320,19 @@ pub fn assert_nothing_left(label: &str, state: &Path) {
         })
         .unwrap_or_default();
     assert!(left.is_empty(), "pod directories left behind: {left:?}");
+    // The image cache keeps finished extractions only: no temporary directory or archive.
+    let partial: Vec<_> = std::fs::read_dir(state.join("images"))
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with('.'))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(
+        partial.is_empty(),
+        "unfinished image extractions left behind: {partial:?}"
+    );
 }
 
 /// The entries of a .tgz as `(path, contents)` (directories with empty contents).

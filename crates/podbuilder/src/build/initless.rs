@@ -45,10 +45,31 @@ pub(crate) fn needs_aux(ctx: &BuildCtx<'_>) -> bool {
                 .is_some_and(|r| r.manifest_from.is_some()))
 }
 
-/// Refuse an input artifact whose path contains a volume mount (Argo's admission check).
-pub(crate) fn check_inputs(ctx: &BuildCtx<'_>) -> Result<(), BuildError> {
+/// The auxiliary container's name: `supervisor` in this layout, else `wait` (a user
+/// container may be called `supervisor` in the legacy layout).
+pub(crate) fn aux_name(ctx: &BuildCtx<'_>) -> &'static str {
+    if ctx.initless { SUPERVISOR } else { WAIT }
+}
+
+/// Refuse what this layout cannot run: a user container named `supervisor`, and an input
+/// artifact whose path contains a volume mount (Argo's admission check).
+pub(crate) fn check(ctx: &BuildCtx<'_>) -> Result<(), BuildError> {
     if !ctx.initless {
         return Ok(());
+    }
+    let t = ctx.template;
+    let user_names = t
+        .main_container_names()
+        .into_iter()
+        .chain(t.sidecars.iter().map(|s| s.container.name.clone()));
+    for name in user_names {
+        if name == SUPERVISOR {
+            return Err(BuildError::BadName(argoexec_core::names::InvalidName {
+                name,
+                role: "a user container".into(),
+                reason: "the name supervisor belongs to the init-less layout's own container".into(),
+            }));
+        }
     }
     for art in &ctx.template.inputs.artifacts {
         let Some(path) = art.path.as_deref() else { continue };

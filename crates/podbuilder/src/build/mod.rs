@@ -7,10 +7,11 @@
 //!    repositories' Secrets, `input-artifacts`, `argo-staging` ([`volumes`]);
 //! 2. containers: `init` (always since v3.4), then `wait` first among the containers, the
 //!    main container(s), the sidecars ([`containers`]), each with the `ARGO_*` environment of
-//!    its version ([`env`]);
-//! 3. pod metadata: the workflow, completed and instance labels, node-name/node-id and
-//!    default-container annotations, the template's own metadata, the Workflow as the
-//!    controlling owner;
+//!    its version ([`env`]); in v4.1's init-less layout no init and a `supervisor` in place
+//!    of wait ([`initless`]);
+//! 3. pod metadata ([`metadata`]): the workflow, completed and instance labels,
+//!    node-name/node-id and default-container annotations, the template's own metadata, the
+//!    Workflow as the controlling owner;
 //! 4. `podSpecPatch` (workflow's, then template's; [`patch`]);
 //! 5. the per-container pass: `tmp-dir-argo` at `/tmp` (subPath = index) in executor-image
 //!    containers, `var-run-argo`, the emissary command, `ARGO_TERMINATION_GRACE_PERIOD_SECONDS`
@@ -31,6 +32,7 @@ mod containers;
 pub mod data;
 mod env;
 pub mod initless;
+mod metadata;
 mod offload;
 mod patch;
 pub mod resource;
@@ -42,7 +44,7 @@ use argoexec_core::argo_version::TEMPLATE_ENV_MAX;
 use argoexec_core::template::{Container, MAIN, VolumeMount as TplMount};
 use argoexec_core::{ArgoVersion, ExecutorKind, Template};
 use k8s_openapi::api::core::v1 as core;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 
 use crate::config::ControllerConfig;
 use crate::validate::{ValidationError, validate};
@@ -341,8 +343,31 @@ pub fn build_pod(
         wait_version_hint: offload_template && !version.template_on_init_only(),
         initless: config.initless_pod && version >= ArgoVersion::V4_1 && executor == ExecutorKind::Emissary,
     };
-    initless::check_inputs(&ctx)?;
+    initless::check(&ctx)?;
 
+    let (init, pod_containers, secret_vols) = assemble_containers(&ctx, &mains)?;
+    let pod_volumes = pod_volumes(&ctx, secret_vols)?;
+    let mut pod = core::Pod {
+        metadata: metadata::pod_metadata(&ctx, &mains)?,
+        spec: Some(pod_spec(&ctx, init, pod_containers, pod_volumes)?),
+        status: None,
+    };
+    apply_pod_spec_patches(&ctx, &mut pod)?;
+    finish_containers(&ctx, &mut pod)?;
+    let template_data = offload_template.then_some(tpl_json);
+    let config_map = offload::offload(&ctx, &mut pod, template_data)?;
+    Ok(PodBuild { pod, config_map })
+}
+
+/// The init container (if any) and the pod's containers in Argo's order — wait (or the
+/// init-less supervisor), the mains, the sidecars — each locked down as the version does; and
+/// the artifact repositories' Secret volumes they mount.
+#[allow(clippy::type_complexity)]
+fn assemble_containers(
+    ctx: &BuildCtx<'_>,
+    mains: &[Container],
+) -> Result<(Option<core::Container>, Vec<core::Container>, Vec<core::Volume>), BuildError> {
+    let (ctx, template) = (ctx, ctx.template);
     let user_mounts: Vec<core::VolumeMount> = template
         .main_volume_mounts()
         .iter()
@@ -351,11 +376,11 @@ pub fn build_pod(
     let (secret_vols, secret_mounts) = volumes::secret_volumes(template);
     let mut main_ctrs = Vec::new();
     match (&template.resource, &template.data) {
-        (Some(r), _) => main_ctrs.push(resource::main(&ctx, r)),
-        (None, Some(d)) => main_ctrs.push(data::main(&ctx, d, &secret_mounts)),
+        (Some(r), _) => main_ctrs.push(resource::main(ctx, r)),
+        (None, Some(d)) => main_ctrs.push(data::main(ctx, d, &secret_mounts)),
         (None, None) => {
-            for c in &mains {
-                main_ctrs.push(containers::main(&ctx, c)?);
+            for c in mains {
+                main_ctrs.push(containers::main(ctx, c)?);
             }
         }
     }
@@ -367,36 +392,26 @@ pub fn build_pod(
         .unwrap_or_else(|| user_mounts.clone());
 
     let mut pod_containers = Vec::new();
-    if ctx.initless && initless::needs_aux(&ctx) {
+    if ctx.initless && initless::needs_aux(ctx) {
         pod_containers.push(initless::supervisor(
-            &ctx,
+            ctx,
             &secret_mounts,
             &user_mounts,
             &main_mounts,
         ));
-    } else if resource::needs_wait(&ctx) {
-        pod_containers.push(containers::wait(&ctx, &secret_mounts, &main_mounts));
+    } else if resource::needs_wait(ctx) {
+        pod_containers.push(containers::wait(ctx, &secret_mounts, &main_mounts));
     }
     pod_containers.extend(main_ctrs);
     for (i, s) in template.sidecars.iter().enumerate() {
-        pod_containers.push(containers::sidecar(&ctx, i, s, &main_mounts)?);
+        pod_containers.push(containers::sidecar(ctx, i, s, &main_mounts)?);
     }
-    let mut init = (containers::has_init(&ctx) && !ctx.initless)
-        .then(|| containers::init(&ctx, &secret_mounts, &user_mounts));
+    let mut init = (containers::has_init(ctx) && !ctx.initless)
+        .then(|| containers::init(ctx, &secret_mounts, &user_mounts));
     for c in init.iter_mut().chain(pod_containers.iter_mut()) {
-        resource::lock_down(&ctx, c);
+        resource::lock_down(ctx, c);
     }
-    let pod_volumes = pod_volumes(&ctx, secret_vols)?;
-    let mut pod = core::Pod {
-        metadata: pod_metadata(&ctx, &mains)?,
-        spec: Some(pod_spec(&ctx, init, pod_containers, pod_volumes)?),
-        status: None,
-    };
-    apply_pod_spec_patches(&ctx, &mut pod)?;
-    finish_containers(&ctx, &mut pod)?;
-    let template_data = offload_template.then_some(tpl_json);
-    let config_map = offload::offload(&ctx, &mut pod, template_data)?;
-    Ok(PodBuild { pod, config_map })
+    Ok((init, pod_containers, secret_vols))
 }
 
 /// The pod's volumes (without the offload volume, added when something is offloaded).
@@ -431,71 +446,6 @@ fn pod_volumes(ctx: &BuildCtx<'_>, secrets: Vec<core::Volume>) -> Result<Vec<cor
         });
     }
     Ok(v)
-}
-
-/// Labels, annotations and owner of the pod.
-fn pod_metadata(ctx: &BuildCtx<'_>, mains: &[Container]) -> Result<ObjectMeta, BuildError> {
-    let (wf, template) = (ctx.wf, ctx.template);
-    let mut labels = BTreeMap::from([
-        ("workflows.argoproj.io/workflow".to_string(), wf.name.clone()),
-        ("workflows.argoproj.io/completed".to_string(), "false".to_string()),
-    ]);
-    if let Some(id) = &ctx.opts.instance_id {
-        labels.insert("workflows.argoproj.io/controller-instanceid".into(), id.clone());
-    }
-    // Argo: main when there is one, else the last main container (a containerSet's).
-    let default_container = if mains.iter().any(|c| c.name == MAIN) {
-        MAIN.to_string()
-    } else {
-        mains.last().map(|c| c.name.clone()).unwrap_or_default()
-    };
-    let mut annotations = BTreeMap::from([
-        (
-            "workflows.argoproj.io/node-name".to_string(),
-            format!("{}.{}", wf.name, template.name),
-        ),
-        (
-            "workflows.argoproj.io/node-id".to_string(),
-            ctx.node_id.to_string(),
-        ),
-        (
-            "kubectl.kubernetes.io/default-container".to_string(),
-            default_container,
-        ),
-    ]);
-    if let Some(r) = &ctx.opts.executor_reason {
-        annotations.insert("workflows.argoproj.io/executor-reason".to_string(), r.clone());
-    }
-    if ctx.version >= ArgoVersion::V4_1
-        && let Some((trace, span)) = ctx.opts.trace_parent.as_deref().and_then(trace_ids)
-    {
-        annotations.insert("workflows.argoproj.io/trace-id".into(), trace.into());
-        annotations.insert("workflows.argoproj.io/span-id".into(), span.into());
-    }
-    // The template's `metadata` (a `kill-cmd-<container>` annotation, …); the
-    // controller's own keys win.
-    let (tpl_labels, tpl_annotations) = template_metadata(template)?;
-    for (k, v) in tpl_labels {
-        labels.entry(k).or_insert(v);
-    }
-    for (k, v) in tpl_annotations {
-        annotations.entry(k).or_insert(v);
-    }
-    Ok(ObjectMeta {
-        name: Some(ctx.node_id.to_string()),
-        namespace: Some(wf.namespace.clone()),
-        labels: Some(labels),
-        annotations: Some(annotations),
-        owner_references: Some(vec![workflow_owner(wf)]),
-        ..Default::default()
-    })
-}
-
-/// The trace and span IDs of a W3C `traceparent` (`00-<trace>-<span>-<flags>`).
-fn trace_ids(tp: &str) -> Option<(&str, &str)> {
-    let mut parts = tp.split('-');
-    let (_, trace, span) = (parts.next()?, parts.next()?, parts.next()?);
-    (trace.len() == 32 && span.len() == 16).then_some((trace, span))
 }
 
 /// The pod spec before the per-container pass.
@@ -557,13 +507,10 @@ fn finish_containers(ctx: &BuildCtx<'_>, pod: &mut core::Pod) -> Result<(), Buil
         return Ok(());
     };
     let grace = spec.termination_grace_period_seconds;
-    let has_aux = spec
-        .containers
-        .iter()
-        .any(|c| c.name == argoexec_core::template::WAIT || c.name == argoexec_core::template::SUPERVISOR);
+    let aux = initless::aux_name(ctx);
+    let has_aux = spec.containers.iter().any(|c| c.name == aux);
     for (i, k) in spec.containers.iter_mut().enumerate() {
-        let is_wait =
-            k.name == argoexec_core::template::WAIT || k.name == argoexec_core::template::SUPERVISOR;
+        let is_wait = k.name == aux;
         initless::decorate_user(ctx, k, has_aux);
         let mounts = k.volume_mounts.get_or_insert_with(Vec::new);
         if ctx.version.has_tmp_dir_volume() && k.image.as_deref() == Some(ctx.exec_image.as_str()) {
@@ -585,23 +532,6 @@ fn finish_containers(ctx: &BuildCtx<'_>, pod: &mut core::Pod) -> Result<(), Buil
         }
     }
     Ok(())
-}
-
-/// A string map of pod metadata (labels or annotations).
-type StringMap = BTreeMap<String, String>;
-
-/// `metadata.labels` and `metadata.annotations` of the template.
-fn template_metadata(template: &Template) -> Result<(StringMap, StringMap), BuildError> {
-    let Some(meta) = template.extra.get("metadata") else {
-        return Ok(Default::default());
-    };
-    let map = |field: &str| -> Result<StringMap, BuildError> {
-        match meta.get(field) {
-            None | Some(serde_json::Value::Null) => Ok(BTreeMap::new()),
-            Some(v) => convert(&format!("template metadata.{field}"), v),
-        }
-    };
-    Ok((map("labels")?, map("annotations")?))
 }
 
 /// The template's main container(s) as written (names of plain/script mains filled in).

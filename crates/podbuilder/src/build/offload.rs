@@ -96,6 +96,11 @@ pub(crate) fn offload(
 fn offload_args(containers: &mut [core::Container]) -> Option<String> {
     let c = containers.iter_mut().find(|c| {
         c.name != argoexec_core::template::WAIT
+            && !(c.name == argoexec_core::template::SUPERVISOR
+                && c.env
+                    .iter()
+                    .flatten()
+                    .any(|e| e.name == argoexec_core::ready::INITLESS_POD_ENV))
             && c.args
                 .as_ref()
                 .is_some_and(|a| serde_json::to_string(a).map_or(0, |j| j.len()) > ARGS_ENV_MAX)

@@ -212,7 +212,7 @@ async fn execute(args: &Args) -> anyhow::Result<(Outcome, PathBuf)> {
             mounts::KUBELET_CA_VOLUME,
             dir,
             mounts::KUBELET_CA_MOUNT,
-            &["wait", "supervisor"],
+            &["wait"],
         );
     }
     // Removed when this function returns, however it returns.
@@ -410,6 +410,7 @@ async fn read_back(
     mains: &[String],
     interrupted: bool,
 ) -> anyhow::Result<(Outcome, Option<argoexec_node_server::NodeServer>)> {
+    let aux = pod_run.aux();
     if let Some(dir) = &args.logs {
         pod_run
             .save_logs(dir)
@@ -448,7 +449,7 @@ async fn read_back(
         return Err(session::start_error(m));
     }
     let reported = (report.via != "none").then_some((&report.outputs, report.message.as_deref()));
-    let mut outcome = outcome::assess(status, mains, reported);
+    let mut outcome = outcome::assess(status, mains, aux, reported);
     outcome.report_via = report.via;
     outcome.completed_labels = report.completed_labels;
     outcome.task_result = report.task_result;

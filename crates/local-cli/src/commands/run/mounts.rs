@@ -5,7 +5,6 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use argoexec_core::template::{SUPERVISOR, WAIT};
 use argoexec_node::NodeConfig;
 use k8s_openapi::api::core::v1::{HostPathVolumeSource, Pod, Volume, VolumeMount};
 
@@ -24,7 +23,7 @@ pub async fn give_key_dir_to_wait(docker_socket: &Path, pod: &Pod, dir: &Path) -
     let wait = spec
         .containers
         .iter()
-        .find(|c| c.name == WAIT || c.name == SUPERVISOR);
+        .find(|c| c.name == super::outcome::aux_name(pod));
     let sc = wait.and_then(|c| c.security_context.as_ref());
     let psc = spec.security_context.as_ref();
     let uid = sc
@@ -73,7 +72,8 @@ fn numeric_user(user: &str) -> (Option<i64>, Option<i64>) {
 
 /// Mount the host repository into init and wait.
 pub fn attach_repository(pod: &mut Pod, repo: &Path) {
-    attach_host_dir(pod, REPO_VOLUME, repo, REPO_MOUNT, &["init", WAIT, SUPERVISOR]);
+    let aux = super::outcome::aux_name(pod);
+    attach_host_dir(pod, REPO_VOLUME, repo, REPO_MOUNT, &["init", aux]);
 }
 
 /// Mount the host directory `dir` at `mount` in the named containers.

@@ -9,7 +9,7 @@
 use std::path::Path;
 
 use argoexec_core::template::{Outputs, SUPERVISOR, WAIT};
-use k8s_openapi::api::core::v1::{ContainerStatus, PodStatus};
+use k8s_openapi::api::core::v1::{ContainerStatus, Pod, PodStatus};
 use serde_json::{Value, json};
 
 /// The node phase of a run.
@@ -73,8 +73,54 @@ pub struct Outcome {
     pub artifact_gc: Option<super::gc::GcOutcome>,
 }
 
-/// Assess `status` given the main container names and the wait container's report.
-pub fn assess(status: &PodStatus, mains: &[String], report: Option<(&Outputs, Option<&str>)>) -> Outcome {
+/// The container that reports the step: the init-less layout's `supervisor` (the container
+/// of that name with `ARGO_INITLESS_POD=true`), else `wait`. A user container may be called
+/// `supervisor` in the legacy layout.
+pub fn aux_name(pod: &Pod) -> &'static str {
+    let initless = pod.spec.iter().flat_map(|s| &s.containers).any(|c| {
+        c.name == SUPERVISOR
+            && c.env.iter().flatten().any(|e| {
+                e.name == argoexec_core::ready::INITLESS_POD_ENV && e.value.as_deref() == Some("true")
+            })
+    });
+    if initless { SUPERVISOR } else { WAIT }
+}
+
+/// Init-less layout: main's 65 means the supervisor never made the pod ready; its own status
+/// says why (Argo ranks the supervisor first then).
+fn pre_main_failure(status: &PodStatus, mains: &[String], aux: &str) -> Option<String> {
+    if aux != SUPERVISOR {
+        return None;
+    }
+    let statuses = || status.container_statuses.iter().flatten();
+    let term = |c: &ContainerStatus| c.state.as_ref().and_then(|s| s.terminated.clone());
+    let pre_main = statuses()
+        .filter(|c| mains.contains(&c.name))
+        .any(|c| term(c).is_some_and(|t| t.exit_code == argoexec_core::exit::SUPERVISOR_PRE_MAIN));
+    let sup = statuses().find(|c| c.name == SUPERVISOR).and_then(term)?;
+    (pre_main && sup.exit_code != 0).then(|| {
+        let m = sup.message.filter(|m| !m.trim().is_empty()).map_or_else(
+            || {
+                format!(
+                    "{} (exit code {})",
+                    sup.reason.unwrap_or_else(|| "Error".into()),
+                    sup.exit_code
+                )
+            },
+            |m| m.trim().to_string(),
+        );
+        format!("supervisor: {m}")
+    })
+}
+
+/// Assess `status` given the main container names, the container that reports (`aux`:
+/// [`aux_name`]) and its report.
+pub fn assess(
+    status: &PodStatus,
+    mains: &[String],
+    aux: &str,
+    report: Option<(&Outputs, Option<&str>)>,
+) -> Outcome {
     let outputs = report.map(|(o, _)| o.clone()).unwrap_or_default();
     let reported = report.and_then(|(_, m)| m).map(str::to_string);
     let term = |c: &ContainerStatus| c.state.as_ref().and_then(|s| s.terminated.clone());
@@ -140,19 +186,9 @@ pub fn assess(status: &PodStatus, mains: &[String], report: Option<(&Outputs, Op
         );
     }
     let statuses = || status.container_statuses.iter().flatten();
-    let is_aux = |c: &ContainerStatus| c.name == WAIT || c.name == SUPERVISOR;
-    // Init-less layout: main's 65 means the supervisor never made the pod ready; its own
-    // status says why (Argo ranks the supervisor first then).
-    let pre_main = statuses()
-        .filter(|c| mains.contains(&c.name))
-        .any(|c| term(c).is_some_and(|t| t.exit_code == argoexec_core::exit::SUPERVISOR_PRE_MAIN));
-    if pre_main {
-        for c in statuses().filter(|c| c.name == SUPERVISOR) {
-            if term(c).is_some_and(|t| t.exit_code != 0) {
-                let m = describe(c).unwrap_or_default();
-                return done(Phase::Error, Some(format!("supervisor: {m}")));
-            }
-        }
+    let is_aux = |c: &ContainerStatus| c.name == aux;
+    if let Some(m) = pre_main_failure(status, mains, aux) {
+        return done(Phase::Error, Some(m));
     }
     for c in statuses().filter(|c| mains.contains(&c.name)) {
         if let Some(t) = term(c).filter(|t| t.exit_code != 0) {
@@ -305,7 +341,7 @@ mod tests {
             {"name": "main", "image": "b", "imageID": "", "ready": false, "restartCount": 0,
              "state": {"waiting": {"reason": "CreateContainerConfigError",
                                     "message": "secret \"db\" not found"}}}]}));
-        let o = assess(&s, &["main".to_string()], None);
+        let o = assess(&s, &["main".to_string()], WAIT, None);
         assert_eq!(o.phase, Phase::Error);
         assert_eq!(
             o.message.as_deref(),
@@ -319,7 +355,7 @@ mod tests {
         let s = status(json!({"phase": "Failed",
             "initContainerStatuses": [waiting("init", "CreateContainerConfigError", "container has runAsNonRoot and image will run as root")],
             "containerStatuses": [waiting("wait", "PodInitializing", ""), waiting("main", "PodInitializing", "")]}));
-        let o = assess(&s, &["main".to_string()], None);
+        let o = assess(&s, &["main".to_string()], WAIT, None);
         assert_eq!(
             o.message.as_deref(),
             Some(
@@ -328,7 +364,7 @@ mod tests {
         );
         let bare = status(json!({"containerStatuses": [
             {"name": "main", "image": "b", "imageID": "", "ready": false, "restartCount": 0, "state": {}}]}));
-        let o = assess(&bare, &["main".to_string()], None);
+        let o = assess(&bare, &["main".to_string()], WAIT, None);
         assert_eq!(
             o.message.as_deref(),
             Some("pod ended before all its containers ran")

@@ -46,6 +46,8 @@ pub struct Session {
     deleted: Arc<std::sync::atomic::AtomicBool>,
     /// This run deleted it (Ctrl-C), so the deletion is not news.
     stopped: std::sync::atomic::AtomicBool,
+    /// The container that reports the step: `wait`, or `supervisor` in the init-less layout.
+    aux: &'static str,
 }
 
 impl Session {
@@ -84,6 +86,7 @@ impl Session {
     /// # Errors
     /// The API refuses the pod.
     pub async fn start_loaded(server: NodeServer, pod: Pod) -> anyhow::Result<Self> {
+        let aux = super::outcome::aux_name(&pod);
         let ns = pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
         let name = pod.metadata.name.clone().unwrap_or_default();
         let node_id = pod
@@ -150,7 +153,13 @@ impl Session {
             node_id,
             deleted,
             stopped: std::sync::atomic::AtomicBool::new(false),
+            aux,
         })
+    }
+
+    /// The container that reports the step (`wait`, or the init-less layout's `supervisor`).
+    pub fn aux(&self) -> &'static str {
+        self.aux
     }
 
     /// The step's node ID (the pod's `workflows.argoproj.io/node-id`, else its name).
@@ -184,14 +193,14 @@ impl Session {
         }
     }
 
-    /// Wait until the wait (or supervisor) container has terminated (the step's outputs are reported).
+    /// Wait until the reporting container ([`Self::aux`]) has terminated (the step's outputs are reported).
     pub async fn wait_exited(&self) {
         let mut rx = self.status.clone();
         let exited = |s: &PodStatus| {
-            s.container_statuses.iter().flatten().any(|c| {
-                (c.name == "wait" || c.name == "supervisor")
-                    && c.state.as_ref().is_some_and(|st| st.terminated.is_some())
-            })
+            s.container_statuses
+                .iter()
+                .flatten()
+                .any(|c| c.name == self.aux && c.state.as_ref().is_some_and(|st| st.terminated.is_some()))
         };
         if rx.wait_for(exited).await.is_err() {
             std::future::pending::<()>().await;
