@@ -6,10 +6,14 @@
 //! 2. Prepare the pod as init does, minus the binary copy (the user containers run the
 //!    executor from the `/argo-bin` image volume): the template to `/var/run/argo/template`
 //!    (0444), a script to `/argo/staging/script` (0755), then the input artifacts, four at a
-//!    time, into `/argo/inputs/artifacts/<name>` (or through `/mainctrfs` for a path on a
-//!    user volume). main's wrapper links them into place once the pod is ready.
-//! 3. Stop the heartbeat, then write `READY`, or `FAILED\n<message>` with the first error.
-//!    A SIGTERM while preparing is such an error.
+//!    time unless their paths nest, into `/argo/inputs/artifacts/<name>` (or through
+//!    `/mainctrfs` for a path on a user volume). main's wrapper links them into place once
+//!    the pod is ready. Argo loads the non-plugin inputs one after another (only plugin loads
+//!    run beside them); loading independent ones together is ours, and the same files result.
+//! 3. Stop the heartbeat, then write `READY`, or `FAILED\n<message>` with the first error in
+//!    Argo's words (`failed to write template: …`, `failed to stage files: …`,
+//!    `failed to load non-plugin input artifacts: …`). A SIGTERM while preparing is such an
+//!    error too: `terminated while preparing the pod` (Argo: `context canceled`).
 //! 4. Run wait's post-main flow ([`crate::wait::post_main`]): after a failed preparation only
 //!    main's logs are saved, since the command never ran.
 //!
