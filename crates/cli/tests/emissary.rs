@@ -17,6 +17,8 @@ mod common;
 mod features;
 #[path = "emissary/initless.rs"]
 mod initless;
+#[path = "emissary/plugin_sidecar.rs"]
+mod plugin_sidecar;
 #[path = "emissary/pod.rs"]
 mod pod;
 #[path = "emissary/sidecar.rs"]

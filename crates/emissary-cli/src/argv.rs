@@ -24,6 +24,9 @@ pub struct Cli {
 pub enum Command {
     /// `emissary [--] CMD ARGS…`: run CMD as the wrapper.
     Emissary(Vec<OsString>),
+    /// `artifact-plugin-sidecar [--] PLUGIN ARGS… SOCKET`: an Argo v4.0+ artifact plugin's
+    /// sidecar, which only its signal file stops.
+    ArtifactPluginSidecar(Vec<OsString>),
     /// `kill SIGNUM PID`.
     Kill {
         /// Signal number.
@@ -78,7 +81,7 @@ pub fn parse<I: IntoIterator<Item = OsString>>(args: I) -> Result<Cli, UsageErro
     while let Some(arg) = rest.next() {
         let text = arg.to_str();
         match text {
-            Some("--") if sub.as_deref() == Some("emissary") => {
+            Some("--") if wraps(sub.as_deref()) => {
                 positionals.extend(rest.by_ref());
                 break;
             }
@@ -98,7 +101,7 @@ pub fn parse<I: IntoIterator<Item = OsString>>(args: I) -> Result<Cli, UsageErro
                 global(&mut cli, t, &mut rest)?;
             }
             _ if sub.is_none() => sub = Some(utf8(arg)?),
-            _ if sub.as_deref() == Some("emissary") => {
+            _ if wraps(sub.as_deref()) => {
                 // The first word of the command: everything from here on is the command's.
                 positionals.push(arg);
                 positionals.extend(rest.by_ref());
@@ -109,6 +112,12 @@ pub fn parse<I: IntoIterator<Item = OsString>>(args: I) -> Result<Cli, UsageErro
     }
     cli.command = command(sub, positionals)?;
     Ok(cli)
+}
+
+/// Whether a subcommand runs a command given after its options (`emissary`,
+/// `artifact-plugin-sidecar`): from the first word of it on, everything is the command's.
+fn wraps(sub: Option<&str>) -> bool {
+    matches!(sub, Some("emissary" | "artifact-plugin-sidecar"))
 }
 
 /// Take one global flag (and its value) or refuse it.
@@ -139,6 +148,8 @@ fn command(sub: Option<String>, positionals: Vec<OsString>) -> Result<Command, U
         Some("pause") => Ok(Command::Pause),
         Some("emissary") if positionals.is_empty() => Err(UsageError::NoCommand),
         Some("emissary") => Ok(Command::Emissary(positionals)),
+        Some("artifact-plugin-sidecar") if positionals.is_empty() => Err(UsageError::NoCommand),
+        Some("artifact-plugin-sidecar") => Ok(Command::ArtifactPluginSidecar(positionals)),
         Some("kill") => kill(&positionals),
         Some(other) => Err(UsageError::UnknownCommand(other.to_string())),
     }
@@ -168,6 +179,7 @@ argoexec-emissary: the per-pod copy of argoexec (argoexec-rs)
 
 Usage:
   argoexec emissary [--loglevel L] [--log-format text|json] [--gloglevel N] -- CMD [ARGS...]
+  argoexec artifact-plugin-sidecar [same options] -- PLUGIN [ARGS...] SOCKET
   argoexec kill SIGNUM PID
   argoexec pause
   argoexec version
@@ -278,5 +290,37 @@ mod tests {
         assert_eq!(p(&["--help"]).unwrap().command, Command::Help);
         assert_eq!(p(&["version"]).unwrap().command, Command::Version);
         assert_eq!(p(&["--version"]).unwrap().command, Command::Version);
+    }
+
+    #[test]
+    fn the_artifact_plugin_sidecar_line_argo_writes() {
+        let c = p(&[
+            "artifact-plugin-sidecar",
+            "--loglevel",
+            "debug",
+            "--log-format",
+            "json",
+            "--gloglevel",
+            "0",
+            "--",
+            "/plugin",
+            "--flag",
+            "/tmp/artifact-plugins/dir/socket",
+        ])
+        .unwrap();
+        assert_eq!(c.loglevel, "debug");
+        assert_eq!(
+            c.command,
+            Command::ArtifactPluginSidecar(
+                ["/plugin", "--flag", "/tmp/artifact-plugins/dir/socket"]
+                    .iter()
+                    .map(OsString::from)
+                    .collect()
+            )
+        );
+        assert!(matches!(
+            p(&["artifact-plugin-sidecar"]).unwrap_err(),
+            UsageError::NoCommand
+        ));
     }
 }

@@ -40,7 +40,15 @@ fn run(command: Command) -> i32 {
         Command::Emissary(command) => argoexec_supervisor::run(argoexec_supervisor::SupervisorOptions {
             paths: argoexec_core::PodPaths::from_env(),
             command,
+            role: argoexec_supervisor::Role::Wrapper,
         }),
+        Command::ArtifactPluginSidecar(command) => {
+            argoexec_supervisor::run(argoexec_supervisor::SupervisorOptions {
+                paths: argoexec_core::PodPaths::from_env(),
+                command,
+                role: argoexec_supervisor::Role::ArtifactPluginSidecar,
+            })
+        }
         Command::Kill { signum, pid } => match argoexec_supervisor::kill::send(signum, pid) {
             Ok(()) => 0,
             Err(e) => report("kill", &e),

@@ -56,7 +56,7 @@ pub mod watch;
 pub use error::SupervisorError;
 
 use argoexec_core::ready::PodLayout;
-use argoexec_core::{PodPaths, exit, protocol};
+use argoexec_core::{PodPaths, Template, exit, protocol};
 use error::Stop;
 use reactor::Reactor;
 use signals::Signals;
@@ -76,6 +76,22 @@ pub struct SupervisorOptions {
     pub paths: argoexec_core::PodPaths,
     /// The command and its arguments (everything after `--`).
     pub command: Vec<OsString>,
+    /// What the wrapped command is.
+    pub role: Role,
+}
+
+/// What the wrapper runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Role {
+    /// A user container's command (`emissary`).
+    #[default]
+    Wrapper,
+    /// An Argo v4.0+ artifact plugin (`artifact-plugin-sidecar`, Argo's container
+    /// `artifact-plugin-<name>`): no template and no readiness wait; a SIGTERM sent to the
+    /// wrapper is dropped (the plugin must keep serving wait or the supervisor, which stop it
+    /// through its signal file, `15` then `9`); the plugin's exit code goes to `exitcode`
+    /// and the wrapper itself exits 0, as Argo's does.
+    ArtifactPluginSidecar,
 }
 
 /// Run the wrapper to completion and return the process exit code.
@@ -83,7 +99,7 @@ pub struct SupervisorOptions {
 /// Must be called before the process starts any other thread: signals are blocked in the
 /// calling thread only.
 pub fn run(opts: SupervisorOptions) -> i32 {
-    let SupervisorOptions { paths, command } = opts;
+    let SupervisorOptions { paths, command, role } = opts;
     let name = match std::env::var("ARGO_CONTAINER_NAME") {
         Ok(n) if !n.is_empty() => n,
         _ => return report_failure(&paths, &SupervisorError::MissingContainerName),
@@ -98,8 +114,9 @@ pub fn run(opts: SupervisorOptions) -> i32 {
     // event to handle (exit code file included), not the default instant death.
     let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
         let signals = Signals::block_all()?;
-        prepare_and_execute(&paths, &name, &command, signals)
+        prepare_and_execute(&paths, &name, &command, signals, role)
     }));
+    let ran = matches!(outcome, Ok(Ok(_)) | Ok(Err(Stop::Signalled(_))));
     let code = match outcome {
         Ok(Ok(code)) => code,
         Ok(Err(Stop::Signalled(n))) => exit::signalled(n),
@@ -117,7 +134,13 @@ pub fn run(opts: SupervisorOptions) -> i32 {
     if let Err(e) = protocol::write_atomic(&file, code.to_string().as_bytes(), 0o666) {
         tracing::error!(path = %file.display(), error = %e, "failed to write the exit code");
     }
-    code
+    match role {
+        Role::ArtifactPluginSidecar if ran => {
+            tracing::info!(code, "artifact plugin sidecar command exited");
+            0
+        }
+        _ => code,
+    }
 }
 
 /// Create the container directory, load the template, and run the phases.
@@ -126,6 +149,7 @@ fn prepare_and_execute(
     name: &str,
     command: &[OsString],
     signals: Signals,
+    role: Role,
 ) -> Result<i32, Stop> {
     let dir = paths.ctr_dir(name);
     protocol::create_shared_dir(&dir).map_err(|source| SupervisorError::CtrDir {
@@ -144,6 +168,12 @@ fn prepare_and_execute(
     let args_file = std::env::var_os(args::ARGS_FILE_ENV).map(std::path::PathBuf::from);
     args::apply(paths, args_file.as_deref(), &mut command)?;
     let mut reactor = Reactor::new(signals, Watcher::new(&dir, supervise::watch_mode()));
+    if role == Role::ArtifactPluginSidecar {
+        // A plugin has no template of its own to follow, and serves the supervisor that
+        // makes the pod ready: it neither waits nor links.
+        let none = Template::default();
+        return supervise::execute(paths, name, &none, &command, reactor, PodLayout::Legacy, role);
+    }
     let layout = PodLayout::from_env(|k| std::env::var(k).ok());
     if layout == PodLayout::Initless {
         ready::wait_ready(&mut reactor, paths)?;
@@ -158,7 +188,7 @@ fn prepare_and_execute(
             SupervisorError::from(Box::new(e))
         })?;
     }
-    supervise::execute(paths, name, &template, &command, reactor, layout)
+    supervise::execute(paths, name, &template, &command, reactor, layout, role)
 }
 
 /// Print a wrapper failure, append it to the termination log, and return its exit code (64,

@@ -63,6 +63,7 @@ pub(crate) fn execute(
     command: &[OsString],
     mut reactor: Reactor,
     layout: PodLayout,
+    role: crate::Role,
 ) -> Result<i32, Stop> {
     spawn::become_subreaper();
     let dir = paths.ctr_dir(name);
@@ -101,6 +102,7 @@ pub(crate) fn execute(
         paths,
         signal_file,
         sidecar: SelfTermination::for_container(template, name, grace),
+        ignore_term: role == crate::Role::ArtifactPluginSidecar,
     };
     let code = run.attempts(retries + 1, delay)?;
     drop(tee);
@@ -130,6 +132,9 @@ struct Runner<'a> {
     paths: &'a PodPaths,
     signal_file: PathBuf,
     sidecar: Option<SelfTermination>,
+    /// Drop a SIGTERM sent to the wrapper (an artifact plugin's sidecar): only the signal
+    /// file stops the child.
+    ignore_term: bool,
 }
 
 /// The child of one attempt, as the loop sees it.
@@ -227,6 +232,10 @@ impl Runner<'_> {
     /// Pass the wrapper's signals and the signal file's to the child.
     fn relay(&mut self, wake: &Wake, child: &mut Running) {
         for r in wake.signals.iter().filter(|r| r.is_forwarded()) {
+            if self.ignore_term && r.signo == Signal::SIGTERM as i32 {
+                tracing::info!("ignoring SIGTERM: the artifact plugin stops through its signal file");
+                continue;
+            }
             match &child.terminal {
                 Some(t) if r.signo == Signal::SIGWINCH as i32 => t.resize(),
                 _ => child.deliver(r.signo),

@@ -16,5 +16,6 @@ pub fn run(args: Args) -> i32 {
     argoexec_supervisor::run(argoexec_supervisor::SupervisorOptions {
         paths: argoexec_core::PodPaths::from_env(),
         command: args.command,
+        role: argoexec_supervisor::Role::Wrapper,
     })
 }
