@@ -4,6 +4,8 @@
 #   argoexec-emissary — the per-pod copy init installs at /var/run/argo/argoexec;
 #   argoexec-local    — the local tools (run, node, render), for the host;
 #   argoexec-plugin-hello — the tests' executor plugin (scripts/images.sh), never in the
+#                       executor image;
+#   argoexec-plugin-dir — the tests' artifact plugin (scripts/images.sh), never in the
 #                       executor image.
 # The same build serves the image and the host (scripts/demo.sh runs the host's tools from
 # it). Symbols are stripped by the profile. Prints the sizes, then the directory last.
@@ -37,7 +39,7 @@ echo "build-static: cargo build --profile $profile ${features[*]} (static; the f
 # pack-relative-relocs: the static-pie's relocations as DT_RELR (glibc 2.36+, binutils 2.38+),
 # 0.7 MB less than RELA in argoexec, the same program at run time.
 RUSTFLAGS="-C target-feature=+crt-static -C link-arg=-Wl,-z,pack-relative-relocs" cargo build --profile "$profile" --locked --target "$target" \
-  "${features[@]}" -p argoexec -p argoexec-emissary -p argoexec-local -p argoexec-plugin-hello --target-dir "$dir"
+  "${features[@]}" -p argoexec -p argoexec-emissary -p argoexec-local -p argoexec-plugin-hello -p argoexec-plugin-dir --target-dir "$dir"
 out="$dir/$target/$profile"
 ls -l "$out/argoexec" "$out/argoexec-emissary" "$out/argoexec-local" >&2
 echo "$out"

@@ -7,7 +7,10 @@
 #                    installs) + the CA bundle. The local tools (argoexec-local) are built by the
 #                    same run but stay out of the image;
 #   argoexec-plugin-hello:dev — FROM scratch + the static argoexec-plugin-hello, the executor
-#                    plugin the agent tests run as a sidecar (USER 8737, port 4355).
+#                    plugin the agent tests run as a sidecar (USER 8737, port 4355);
+#   argoexec-plugin-dir:dev — FROM scratch + the static argoexec-plugin-dir, the artifact
+#                    plugin (Argo v4.0+) the artifact tests run: a directory-backed store,
+#                    serving on the socket path Argo appends (USER 8737).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DOCKER=${DOCKER:-docker}
@@ -49,3 +52,12 @@ cp "$static_dir/argoexec-plugin-hello" "$root/argoexec-plugin-hello"
 tar -C "$root" -c . | "$DOCKER" import -c 'ENTRYPOINT ["/argoexec-plugin-hello"]' -c 'USER 8737' \
   - argoexec-plugin-hello:dev >/dev/null
 echo "images: built argoexec-plugin-hello:dev"
+
+# The tests' artifact plugin, from the same static build.
+root=$work/plugin-dir
+mkdir -p "$root/tmp"
+chmod 1777 "$root/tmp"
+cp "$static_dir/argoexec-plugin-dir" "$root/argoexec-plugin-dir"
+tar -C "$root" -c . | "$DOCKER" import -c 'ENTRYPOINT ["/argoexec-plugin-dir"]' -c 'USER 8737' \
+  - argoexec-plugin-dir:dev >/dev/null
+echo "images: built argoexec-plugin-dir:dev"

@@ -3,10 +3,11 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use argoexec_core::template::ArtifactLocation;
+use argoexec_core::template::{Artifact, ArtifactLocation};
 
 use crate::http::HttpDriver;
 use crate::local::LocalDriver;
+use crate::plugin::PluginDriver;
 use crate::raw::RawDriver;
 use crate::store::StoreDriver;
 use crate::{ArtifactDriver, ArtifactError, ByteStream, Loaded, Opened, Settings};
@@ -22,9 +23,34 @@ pub enum AnyDriver {
     Store(StoreDriver),
     /// HTTP(S) or Artifactory.
     Http(HttpDriver),
+    /// An artifact plugin.
+    Plugin(PluginDriver),
 }
 
 impl AnyDriver {
+    /// The driver for artifact `art` at `loc` (its location, relocated): as
+    /// [`Self::for_location`], except that a plugin receives the artifact's own fields
+    /// (name, path, mode, …) beside the location, as Argo sends them.
+    ///
+    /// # Errors
+    /// As [`Self::for_location`].
+    pub fn for_artifact(
+        art: &Artifact,
+        loc: &ArtifactLocation,
+        settings: &Arc<Settings>,
+    ) -> Result<Self, ArtifactError> {
+        if loc.extra.contains_key("plugin") {
+            return PluginDriver::new(art, loc, settings).map(Self::Plugin);
+        }
+        Self::for_location(loc, settings)
+    }
+
+    /// Whether this is an artifact plugin's driver (which reads and writes paths in its own
+    /// container).
+    pub fn is_plugin(&self) -> bool {
+        matches!(self, Self::Plugin(_))
+    }
+
     /// The driver for `loc`.
     ///
     /// # Errors
@@ -52,6 +78,9 @@ impl AnyDriver {
         if let Some(a) = &loc.artifactory {
             return HttpDriver::artifactory(a, settings).map(Self::Http);
         }
+        if loc.extra.contains_key("plugin") {
+            return PluginDriver::new(&Artifact::default(), loc, settings).map(Self::Plugin);
+        }
         match loc.kind_name() {
             Some(other) => Err(ArtifactError::NoDriver {
                 kind: other.to_string(),
@@ -68,6 +97,7 @@ macro_rules! each {
             Self::Local($d) => $e,
             Self::Store($d) => $e,
             Self::Http($d) => $e,
+            Self::Plugin($d) => $e,
         }
     };
 }

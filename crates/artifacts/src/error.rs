@@ -14,14 +14,14 @@ pub enum ArtifactError {
     },
     /// The location kind has no driver in this build.
     #[error(
-        "no artifact driver for {kind:?} locations in this build (available: raw, local, s3, gcs, azure, http, artifactory)"
+        "no artifact driver for {kind:?} locations in this build (available: raw, local, s3, gcs, azure, http, artifactory, plugin)"
     )]
     NoDriver {
         /// The kind (`git`, `hdfs`, …).
         kind: String,
     },
     /// The artifact has no location at all.
-    #[error("artifact has no location (raw, local, s3, gcs, azure, http, artifactory)")]
+    #[error("artifact has no location (raw, local, s3, gcs, azure, http, artifactory, plugin)")]
     NoLocation,
     /// The driver cannot do this (e.g. save to raw).
     #[error("the {driver} driver cannot {action}")]
@@ -91,6 +91,10 @@ pub enum ArtifactError {
         #[source]
         first: Box<ArtifactError>,
     },
+    /// An artifact plugin failed (its socket never appeared, no connection, or it answered
+    /// that the call failed): Argo's `plugin <name> <op> failed: …` wording.
+    #[error(transparent)]
+    Plugin(#[from] argoexec_artifact_plugin::PluginError),
     /// A local I/O failure.
     #[error("{action} {}: {source}", path.display())]
     Io {

@@ -4,7 +4,8 @@
 //! (inline data, load only), [`local`] (a reachable filesystem path; the argoexec-rs
 //! extension used by `argoexec run`), [`s3`], [`gcs`] and [`azure`] (on `object_store`, via
 //! the shared [`store`] transfer engine) and [`http`] (HTTP(S) and Artifactory: GET to load,
-//! PUT to save). A location kind without a driver (git, hdfs, oss, plugin) is a clear
+//! PUT to save) and [`plugin`] (Argo v4.0+ artifact plugins, over their gRPC socket). A
+//! location kind without a driver (git, hdfs, oss) is a clear
 //! [`ArtifactError::NoDriver`], never a silent skip.
 //!
 //! Transfers stream: uploads go part by part into multipart uploads with at most
@@ -27,6 +28,7 @@ pub mod gcs;
 pub mod http;
 pub mod local;
 pub mod pipe;
+pub mod plugin;
 mod progress;
 pub mod raw;
 pub mod s3;
@@ -57,6 +59,9 @@ pub enum Opened {
     /// A directory artifact (a key prefix with objects under it): use
     /// [`ArtifactDriver::load`].
     Directory,
+    /// The driver only writes artifacts to a path (an artifact plugin, which may answer with
+    /// a file or a directory): use [`ArtifactDriver::load`].
+    PathOnly,
 }
 
 impl std::fmt::Debug for Opened {
@@ -64,6 +69,7 @@ impl std::fmt::Debug for Opened {
         match self {
             Self::Stream { size, .. } => f.debug_struct("Stream").field("size", size).finish(),
             Self::Directory => f.write_str("Directory"),
+            Self::PathOnly => f.write_str("PathOnly"),
         }
     }
 }

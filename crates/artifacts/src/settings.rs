@@ -83,6 +83,9 @@ pub struct Settings {
     pub gcs_base_url: Option<String>,
     /// The checksum of S3 uploads.
     pub s3_checksum: UploadChecksum,
+    /// How many times, and how often, to look for an artifact plugin's socket before giving
+    /// up (Argo: 120 × 1 s, for a plugin container that starts after ours).
+    pub plugin_socket_wait: (u32, Duration),
 }
 
 impl Default for Settings {
@@ -98,6 +101,7 @@ impl Default for Settings {
             codec: Codec::Gzip,
             gcs_base_url: None,
             s3_checksum: UploadChecksum::Sha256,
+            plugin_socket_wait: argoexec_artifact_plugin::client::SOCKET_WAIT,
         }
     }
 }

@@ -1,5 +1,6 @@
 //! The `argoexec` binary: the in-pod executor (`init`, `wait`, `supervisor`, `resource`, `data`,
-//! `artifact`, `agent`), plus the wrapper's subcommands (`emissary`, `kill`) for pods that run it
+//! `artifact`, `agent`, `artifact-plugin-init`), plus the wrapper's subcommands (`emissary`,
+//! `artifact-plugin-sidecar`, `kill`) for pods that run it
 //! directly. Parse the command line, set up logging, dispatch. `run`, `node` and `render`
 //! are the local tools' (`argoexec-local`):
 //! this program hands them over ([`commands::local`]) and carries no local-node code.
@@ -48,6 +49,12 @@ enum Command {
     Emissary(commands::emissary::Args),
     /// Send a signal to a process: `argoexec kill SIGNUM PID`.
     Kill(commands::kill::Args),
+    /// An artifact plugin's sidecar (Argo v4.0+): run the plugin as the emissary does, but
+    /// stopped only through its signal file (SIGTERM is ignored).
+    ArtifactPluginSidecar(commands::emissary::Args),
+    /// An artifact plugin's init container (Argo v4.0+ legacy layout): start the plugin, load
+    /// the input artifacts it serves, stop it.
+    ArtifactPluginInit(commands::plugin_init::Args),
     /// Resource templates: get, create, apply, delete, replace or patch the manifest, wait
     /// for its conditions, report its output parameters.
     Resource(commands::resource::Args),
@@ -98,6 +105,15 @@ fn main() {
             commands::emissary::run(a)
         }
         Command::Kill(a) => commands::kill::run(a),
+        Command::ArtifactPluginSidecar(a) => {
+            log();
+            commands::emissary::run_as(a, argoexec_supervisor::Role::ArtifactPluginSidecar)
+        }
+        Command::ArtifactPluginInit(a) => {
+            log();
+            starting();
+            commands::plugin_init::run(a)
+        }
         Command::Resource(a) => {
             log();
             starting();

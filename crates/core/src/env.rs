@@ -116,6 +116,19 @@ pub struct ExecutorEnv {
     /// The pod layout: init-less when `ARGO_INITLESS_POD` (the supervisor) or
     /// `ARGO_WAIT_FOR_READY` (a wrapped container) is `true` ([`crate::ready::PodLayout`]).
     pub layout: crate::ready::PodLayout,
+    /// `ARGO_ARTIFACT_PLUGIN_NAMES`: the artifact-plugin sidecars (`artifact-plugin-<name>`)
+    /// that wait or the supervisor stops through their signal files once outputs are saved.
+    pub artifact_plugin_containers: Vec<String>,
+}
+
+/// Argo's `SplitPluginNames`: a comma-separated list, trimmed, empty entries dropped.
+pub fn split_names(v: Option<&str>) -> Vec<String> {
+    v.unwrap_or_default()
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
 }
 
 impl ExecutorEnv {
@@ -194,6 +207,7 @@ impl ExecutorEnv {
             termination_grace,
             debug_pause_before: bool_var(&opt, "ARGO_DEBUG_PAUSE_BEFORE")?,
             debug_pause_after: bool_var(&opt, "ARGO_DEBUG_PAUSE_AFTER")?,
+            artifact_plugin_containers: split_names(opt("ARGO_ARTIFACT_PLUGIN_NAMES").as_deref()),
             argo_version: ArgoVersion::infer(opt),
             layout: crate::ready::PodLayout::from_env(&get),
         })

@@ -46,7 +46,39 @@ pub async fn run(ctx: &StepContext, wrapper: &Path) -> Result<(), FlowError> {
         "installed the executor files"
     );
     stage_script(ctx).await?;
-    load_inputs(ctx, false).await
+    load_inputs(ctx, Loads::WithoutPlugins, false).await
+}
+
+/// Which input artifacts a container loads (Argo's `LoadArtifactsWithoutPlugins`,
+/// `LoadArtifactsFromPlugin(P)`, and the supervisor's both).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Loads<'a> {
+    /// Every artifact but those an artifact plugin serves (legacy `init`: a plugin runs in its
+    /// own init container, `init-artifact-<plugin>`, which loads its artifacts).
+    WithoutPlugins,
+    /// Only those of this plugin (`artifact-plugin-init --plugin-name <plugin>`).
+    Plugin(&'a str),
+    /// Every artifact (the init-less supervisor, beside running plugin sidecars).
+    All,
+}
+
+impl Loads<'_> {
+    fn wants(self, plugin: Option<&str>) -> bool {
+        match self {
+            Self::WithoutPlugins => plugin.is_none(),
+            Self::Plugin(p) => plugin == Some(p),
+            Self::All => true,
+        }
+    }
+}
+
+/// The plugin that serves `art` once relocated onto the template's archive location, if one
+/// does (Argo: the artifact's own `plugin.name`, else the archive location's).
+pub fn artifact_plugin(ctx: &StepContext, art: &Artifact) -> Option<String> {
+    let archive = ctx.template.archive_location.as_ref().map(|a| &a.location);
+    let location = art.location.relocate(archive).ok()?;
+    let name = location.extra.get("plugin")?.get("name")?.as_str()?;
+    Some(name.to_string()).filter(|n| !n.is_empty())
 }
 
 /// How many input artifacts the supervisor loads at once.
@@ -57,9 +89,15 @@ const PARALLEL_LOADS: usize = 4;
 /// inside another (then the order decides the result, so they load in order). Every load
 /// runs to its end before the first failure is returned, so nothing is still being written
 /// when the caller reports it.
-pub(crate) async fn load_inputs(ctx: &StepContext, parallel: bool) -> Result<(), FlowError> {
+pub async fn load_inputs(ctx: &StepContext, which: Loads<'_>, parallel: bool) -> Result<(), FlowError> {
     use futures::StreamExt;
-    let arts = &ctx.template.inputs.artifacts;
+    let arts: Vec<&Artifact> = ctx
+        .template
+        .inputs
+        .artifacts
+        .iter()
+        .filter(|a| which.wants(artifact_plugin(ctx, a).as_deref()))
+        .collect();
     let dests: Vec<PathBuf> = arts.iter().filter_map(|a| input_destination(ctx, a)).collect();
     let nested = dests.iter().enumerate().any(|(i, a)| {
         dests
@@ -75,7 +113,7 @@ pub(crate) async fn load_inputs(ctx: &StepContext, parallel: bool) -> Result<(),
     }
     let width = PARALLEL_LOADS;
     let results: Vec<Result<(), FlowError>> =
-        futures::stream::iter(arts.iter().map(|art| load_artifact(ctx, art)))
+        futures::stream::iter(arts.into_iter().map(|art| load_artifact(ctx, art)))
             .buffered(width)
             .collect()
             .await;
@@ -153,8 +191,16 @@ async fn load_artifact(ctx: &StepContext, art: &Artifact) -> Result<(), FlowErro
     // A key-only artifact takes the rest of its location from the archive location.
     let archive = ctx.template.archive_location.as_ref().map(|a| &a.location);
     let location = art.location.relocate(archive).map_err(|e| fail(e.to_string()))?;
-    let driver = AnyDriver::for_location(&location, &ctx.artifacts).map_err(|e| fail(e.to_string()))?;
+    let driver = AnyDriver::for_artifact(art, &location, &ctx.artifacts).map_err(|e| fail(e.to_string()))?;
     let download = sibling(&dest, ".download");
+    if driver.is_plugin()
+        && let Some(parent) = download.parent()
+    {
+        // The plugin writes the file itself; its directory must exist (Argo: 0700).
+        tokio::fs::create_dir_all(parent)
+            .await
+            .map_err(|e| FlowError::io("create", parent, e))?;
+    }
     let _ = tokio::fs::remove_file(&download).await;
     let strategy = match &art.archive {
         None => Strategy::Auto,
@@ -181,6 +227,7 @@ async fn load_artifact(ctx: &StepContext, art: &Artifact) -> Result<(), FlowErro
         }
     };
     let (mode, recurse) = (art.mode, art.recurse_mode.unwrap_or(false));
+    let plugin = driver.is_plugin();
     let name = art.name.clone();
     if let Some(Opened::Stream { body, .. }) = opened {
         let reader = tokio_util::io::SyncIoBridge::new(tokio_util::io::StreamReader::new(body));
@@ -223,6 +270,10 @@ async fn load_artifact(ctx: &StepContext, art: &Artifact) -> Result<(), FlowErro
                 }
             })?;
         }
+        // What a plugin wrote is opened to every user unless the artifact names a mode
+        // (Argo: 0666; the plugin's container may run as another user than main). A
+        // directory gets 0777 here, since 0666 would make it untraversable.
+        let mode = mode.or_else(|| plugin.then(|| if dest.is_dir() { 0o777 } else { 0o666 }));
         if let Some(mode) = mode {
             chmod(&dest, mode, recurse)?;
         }

@@ -98,7 +98,7 @@ async fn prepare_files(ctx: &StepContext) -> Result<(), FlowError> {
     crate::init::stage_script(ctx)
         .await
         .map_err(step("failed to stage files"))?;
-    crate::init::load_inputs(ctx, true)
+    crate::init::load_inputs(ctx, crate::init::Loads::All, true)
         .await
         .map_err(step("failed to load non-plugin input artifacts"))
 }

@@ -131,6 +131,9 @@ pub async fn post_main<R: RuntimeExecutor, P: OutputReporter>(
     if let Err(e) = kill_sidecars(ctx, runtime, &mains).await {
         errors.push(e);
     }
+    if let Err(e) = kill_artifact_plugins(ctx).await {
+        errors.push(e);
+    }
     WaitOutcome {
         result: outcome,
         exits,
@@ -248,6 +251,7 @@ async fn kill_sidecars<R: RuntimeExecutor>(
         .into_iter()
         .filter(|n| n != WAIT && n != INIT && !mains.contains(n))
         .filter(|n| !(ctx.env.layout == PodLayout::Initless && n == SUPERVISOR))
+        .filter(|n| !ctx.env.artifact_plugin_containers.contains(n))
         .collect();
     if sidecars.is_empty() {
         return Ok(());
@@ -255,6 +259,22 @@ async fn kill_sidecars<R: RuntimeExecutor>(
     tracing::info!(?sidecars, "killing sidecars");
     runtime
         .kill(&sidecars, ctx.env.termination_grace)
+        .await
+        .map_err(Into::into)
+}
+
+/// Argo's `KillArtifactSidecars`, last of all: stop the artifact-plugin sidecars
+/// (`ARGO_ARTIFACT_PLUGIN_NAMES`) through the emissary file protocol, whatever the runtime
+/// (they run `artifact-plugin-sidecar`, which ignores SIGTERM and obeys only its signal
+/// file): `15`, up to the grace period for their exit codes, then `9` and up to 10 s more.
+async fn kill_artifact_plugins(ctx: &StepContext) -> Result<(), FlowError> {
+    let plugins = &ctx.env.artifact_plugin_containers;
+    if plugins.is_empty() {
+        return Ok(());
+    }
+    tracing::info!(?plugins, "stopping the artifact plugin sidecars");
+    argoexec_backend_emissary::EmissaryExecutor::new(ctx.paths.clone())
+        .kill(plugins, ctx.env.termination_grace)
         .await
         .map_err(Into::into)
 }

@@ -125,6 +125,11 @@ async fn execute(args: &Args) -> anyhow::Result<()> {
                         size.unwrap_or(0)
                     }
                     Opened::Directory => anyhow::bail!("--extract: the location is a directory"),
+                    Opened::PathOnly => {
+                        anyhow::bail!(
+                            "--extract: an artifact plugin writes to a path; get it without --extract"
+                        )
+                    }
                 }
             } else {
                 match driver.load(&dest).await? {

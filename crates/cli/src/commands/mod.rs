@@ -8,6 +8,7 @@ pub mod emissary;
 pub mod init;
 pub mod kill;
 pub mod local;
+pub mod plugin_init;
 pub mod resource;
 pub mod wait;
 

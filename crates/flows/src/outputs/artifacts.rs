@@ -119,7 +119,13 @@ async fn save_one<R: RuntimeExecutor>(
             .unwrap_or_default(),
     };
     let (location, reported_at) = destination(ctx, art, &file_name).map_err(fail)?;
-    let driver = AnyDriver::for_location(&location, &ctx.artifacts).map_err(|e| fail(e.to_string()))?;
+    let driver = AnyDriver::for_artifact(art, &location, &ctx.artifacts).map_err(|e| fail(e.to_string()))?;
+    // A plugin reads the path in its own container, which mounts main's volumes at the same
+    // `/mainctrfs` paths, not through this process's handle (Argo hands it the mirror path).
+    let staged = match (&held, kind) {
+        (Some(_), ArchiveKind::None) if driver.is_plugin() => ctx.paths.mainctrfs(path),
+        _ => staged,
+    };
     driver
         .save(&staged)
         .await
@@ -150,7 +156,7 @@ async fn stream_tar_gz(
         format!("{}.tgz", art.name)
     };
     let (location, reported_at) = destination(ctx, art, &file_name).map_err(fail)?;
-    let driver = AnyDriver::for_location(&location, &ctx.artifacts).map_err(|e| fail(e.to_string()))?;
+    let driver = AnyDriver::for_artifact(art, &location, &ctx.artifacts).map_err(|e| fail(e.to_string()))?;
     let (body, producer) = argoexec_artifacts::pipe::produce(4, move |writer| {
         let src = &source.path;
         if zstd {

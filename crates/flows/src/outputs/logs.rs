@@ -48,7 +48,12 @@ async fn save_one<R: RuntimeExecutor>(
         .child(&file_name)
         .ok_or_else(|| fail("cannot derive a key for the logs".into()))?;
     let reported_at = location.key_only();
-    let driver = AnyDriver::for_location(&location, &ctx.artifacts).map_err(|e| fail(e.to_string()))?;
+    let as_plugin_sees_it = Artifact {
+        name: art_name.clone(),
+        ..Default::default()
+    };
+    let driver = AnyDriver::for_artifact(&as_plugin_sees_it, &location, &ctx.artifacts)
+        .map_err(|e| fail(e.to_string()))?;
     // The log streams from the runtime straight into the upload.
     let stream = runtime.output_stream(ctr, StreamKind::Combined).await?;
     let body = tokio_util::io::ReaderStream::with_capacity(stream, 1 << 20);
