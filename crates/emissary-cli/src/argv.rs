@@ -27,6 +27,10 @@ pub enum Command {
     /// `artifact-plugin-sidecar [--] PLUGIN ARGS… SOCKET`: an Argo v4.0+ artifact plugin's
     /// sidecar, which only its signal file stops.
     ArtifactPluginSidecar(Vec<OsString>),
+    /// `artifact-plugin-init …`: not this program's work (it loads artifacts, which needs the
+    /// async runtime and TLS); handed, whole command line, to the full executor (see
+    /// [`crate::delegate`]).
+    Delegate(Vec<OsString>),
     /// `kill SIGNUM PID`.
     Kill {
         /// Signal number.
@@ -65,6 +69,9 @@ pub enum UsageError {
     NotUtf8(OsString),
 }
 
+/// The subcommands handed to the full executor with their whole command line.
+const DELEGATED: [&str; 1] = ["artifact-plugin-init"];
+
 /// The flags every subcommand takes, each followed by a value.
 const GLOBALS: [&str; 3] = ["--loglevel", "--log-format", "--gloglevel"];
 
@@ -75,7 +82,8 @@ pub fn parse<I: IntoIterator<Item = OsString>>(args: I) -> Result<Cli, UsageErro
         log_format: "text".into(),
         command: Command::Help,
     };
-    let mut rest = args.into_iter();
+    let all: Vec<OsString> = args.into_iter().collect();
+    let mut rest = all.clone().into_iter();
     let mut sub: Option<String> = None;
     let mut positionals: Vec<OsString> = Vec::new();
     while let Some(arg) = rest.next() {
@@ -99,6 +107,12 @@ pub fn parse<I: IntoIterator<Item = OsString>>(args: I) -> Result<Cli, UsageErro
             }
             Some(t) if t.starts_with("--") && t.len() > 2 => {
                 global(&mut cli, t, &mut rest)?;
+            }
+            Some(t) if sub.is_none() && DELEGATED.contains(&t) => {
+                return Ok(Cli {
+                    command: Command::Delegate(all),
+                    ..cli
+                });
             }
             _ if sub.is_none() => sub = Some(utf8(arg)?),
             _ if wraps(sub.as_deref()) => {
@@ -181,6 +195,7 @@ Usage:
   argoexec emissary [--loglevel L] [--log-format text|json] [--gloglevel N] -- CMD [ARGS...]
   argoexec artifact-plugin-sidecar [same options] -- PLUGIN [ARGS...] SOCKET
   argoexec kill SIGNUM PID
+  argoexec artifact-plugin-init ...   (run by the full executor installed beside this copy)
   argoexec pause
   argoexec version
 
@@ -322,5 +337,30 @@ mod tests {
             p(&["artifact-plugin-sidecar"]).unwrap_err(),
             UsageError::NoCommand
         ));
+    }
+
+    #[test]
+    fn artifact_plugin_init_is_handed_over_whole() {
+        let line = [
+            "artifact-plugin-init",
+            "--plugin-name",
+            "dir",
+            "--loglevel",
+            "info",
+            "--",
+            "/plugin",
+            "/tmp/artifact-plugins/dir/socket",
+        ];
+        let c = p(&line).unwrap();
+        assert_eq!(
+            c.command,
+            Command::Delegate(line.iter().map(OsString::from).collect())
+        );
+        // Flags before the subcommand are kept too.
+        let c = p(&["--loglevel=debug", "artifact-plugin-init", "--plugin-name", "x"]).unwrap();
+        match c.command {
+            Command::Delegate(args) => assert_eq!(args[0], "--loglevel=debug"),
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -1,13 +1,15 @@
 //! `argoexec-emissary`: the per-pod copy of argoexec. `argoexec init` copies this program to
 //! `/var/run/argo/argoexec`, where it runs as PID 1 of every wrapped user container
 //! (`emissary -- CMD…`), answers the controller's `kill SIGNUM PID` exec, and serves as the
-//! local node's pause container. Synchronous, no async runtime, no TLS, no argument-parser
+//! local node's pause container. `artifact-plugin-init` it hands to the full executor
+//! (`delegate`). Synchronous, no async runtime, no TLS, no argument-parser
 //! crate: it is loaded into every user container.
 //!
 //! Exit codes: the wrapped command's (128 + N for a signal death); **64** for a failure of
 //! this program (as Argo's); **2** for a command line it does not take.
 
 mod argv;
+mod delegate;
 
 use argoexec_core::exit::EXECUTOR_FAILURE;
 use argv::Command;
@@ -49,6 +51,7 @@ fn run(command: Command) -> i32 {
                 role: argoexec_supervisor::Role::ArtifactPluginSidecar,
             })
         }
+        Command::Delegate(args) => delegate::exec(args),
         Command::Kill { signum, pid } => match argoexec_supervisor::kill::send(signum, pid) {
             Ok(()) => 0,
             Err(e) => report("kill", &e),

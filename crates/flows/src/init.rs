@@ -4,6 +4,8 @@
 //!    template to `/var/run/argo/template` (0444), both atomically. kubelet and k8sapi:
 //!    copy the binary only, so their exec'd kill (`/var/run/argo/argoexec kill 15 1`) works
 //!    in images without a shell (an argoexec-rs addition; Argo v3.3 needed `sh` there).
+//!    With an input artifact served by a plugin, the full executor too, as
+//!    `/var/run/argo/argoexec-full` (the per-pod copy hands `artifact-plugin-init` to it).
 //!    Every executor, every template source: the template is written to
 //!    `/var/run/argo/template` (0444), where wait and the other containers read it (since
 //!    Argo v3.6 only init has `ARGO_TEMPLATE`, possibly as `offloaded` with the JSON in the
@@ -27,17 +29,30 @@ use argoexec_core::template::Artifact;
 
 use crate::{FlowError, StepContext, blocking};
 
-/// Run the init flow. `wrapper` is the program to copy to `/var/run/argo/argoexec` (the per-pod copy).
+/// Run the init flow. `wrapper` is the program to copy to `/var/run/argo/argoexec` (the
+/// per-pod copy); `full` the executor itself, also installed, as
+/// `/var/run/argo/argoexec-full`, when an input artifact is loaded through a plugin and the
+/// copy is not the full executor (the `init-artifact-<plugin>` containers run
+/// `/var/run/argo/argoexec artifact-plugin-init`, which the copy hands to it).
 ///
 /// # Errors
 /// The first failure; the caller writes it to the termination log.
-pub async fn run(ctx: &StepContext, wrapper: &Path) -> Result<(), FlowError> {
+pub async fn run(ctx: &StepContext, wrapper: &Path, full: &Path) -> Result<(), FlowError> {
     let binary = match ctx.env.runtime_executor {
         ExecutorKind::Emissary | ExecutorKind::Kubelet | ExecutorKind::K8sApi => {
-            Some(install_binary(ctx, wrapper).await?)
+            Some(install_binary(ctx, wrapper, "argoexec").await?)
         }
         _ => None,
     };
+    let plugins = ctx
+        .template
+        .inputs
+        .artifacts
+        .iter()
+        .any(|a| artifact_plugin(ctx, a).is_some());
+    if plugins && wrapper != full {
+        install_binary(ctx, full, FULL_COPY).await?;
+    }
     let tpl = write_template(ctx)?;
     tracing::info!(
         binary = binary.as_ref().map(|b| b.display().to_string()),
@@ -131,15 +146,18 @@ pub(crate) fn write_template(ctx: &StepContext) -> Result<PathBuf, FlowError> {
     Ok(tpl)
 }
 
-/// Copy this binary to `/var/run/argo/argoexec` (0555), atomically.
-async fn install_binary(ctx: &StepContext, wrapper: &Path) -> Result<PathBuf, FlowError> {
+/// The full executor's name in `/var/run/argo` (for `artifact-plugin-init`).
+pub const FULL_COPY: &str = "argoexec-full";
+
+/// Copy `program` to `/var/run/argo/<name>` (0555), atomically.
+async fn install_binary(ctx: &StepContext, program: &Path, name: &str) -> Result<PathBuf, FlowError> {
     let dir = ctx.paths.var_run_argo();
     tokio::fs::create_dir_all(&dir)
         .await
         .map_err(|e| FlowError::io("create", &dir, e))?;
-    let dest = ctx.paths.argoexec_copy();
-    let tmp = dir.join(".argoexec.tmp");
-    tokio::fs::copy(wrapper, &tmp)
+    let dest = dir.join(name);
+    let tmp = dir.join(format!(".{name}.tmp"));
+    tokio::fs::copy(program, &tmp)
         .await
         .map_err(|e| FlowError::io("copy argoexec to", &tmp, e))?;
     tokio::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o555))

@@ -87,6 +87,8 @@ pub struct ControllerConfig {
     /// `/argo-bin`. Applies to v4.1 pods with the emissary executor only (older controllers
     /// do not know the key).
     pub initless_pod: bool,
+    /// `artifactDrivers` (Argo v4.0+): the artifact plugins, see [`crate::artifact_drivers`].
+    pub artifact_drivers: Vec<crate::artifact_drivers::ArtifactDriver>,
     /// Every other key, kept.
     pub unknown: Map<String, Value>,
 }
@@ -107,6 +109,7 @@ const KNOWN: &[&str] = &[
     "instanceID",
     "argoVersion",
     "initlessPod",
+    "artifactDrivers",
 ];
 
 fn yaml(text: &str) -> Result<Value, String> {
@@ -284,6 +287,10 @@ impl ControllerConfig {
             c.initless_pod = enabled
                 .as_bool()
                 .ok_or_else(|| invalid("initlessPod.enabled", "must be true or false"))?;
+        }
+        if let Some(v) = take(&mut f, "artifactDrivers") {
+            c.artifact_drivers =
+                crate::artifact_drivers::parse(v).map_err(|m| invalid("artifactDrivers", m))?;
         }
         if let Some(v) = take(&mut f, "argoVersion") {
             let text = match &v {

@@ -1,12 +1,14 @@
 //! The controller side of argoexec-rs: what Argo's workflow controller decides before a pod
 //! exists. This crate is pure (no I/O beyond the text it is given).
 //!
-//! - [`config`]: the `workflow-controller-configmap` parsed into typed configuration;
+//! - [`config`]: the `workflow-controller-configmap` parsed into typed configuration
+//!   ([`artifact_drivers`] its artifact plugins);
 //! - [`selector`]: Kubernetes label-selector semantics, used by `containerRuntimeExecutors`;
 //! - [`select_executor`]: which executor a workflow gets, and why;
 //! - [`build`]: the pod builder itself (template + config + Argo version → Pod, and the
 //!   `<pod>` ConfigMap of values too large for it, which the caller creates first).
 
+pub mod artifact_drivers;
 pub mod build;
 pub mod config;
 pub mod repository;

@@ -1,7 +1,7 @@
 //! The config map's `artifactRepository` turned into a template's archive location, as the
 //! controller does for a template without one: the repository's kind and settings are
 //! copied, and its key format (`keyFormat` for S3 and GCS, `blobNameFormat` for Azure, the
-//! key appended to `repoURL` for Artifactory) is resolved with the workflow and pod names.
+//! key appended to `repoURL` for Artifactory, `keyFormat` for a plugin) is resolved with the workflow and pod names.
 //! The default format is Argo's `{{workflow.name}}/{{pod.name}}`. Placeholders other than
 //! `workflow.name`, `workflow.namespace` and `pod.name` are refused rather than left in keys.
 
@@ -27,6 +27,7 @@ pub fn parse(repo: &Value) -> Result<(ArchiveLocation, String), String> {
         ("s3", "keyFormat"),
         ("gcs", "keyFormat"),
         ("azure", "blobNameFormat"),
+        ("plugin", "keyFormat"),
     ] {
         if let Some(f) = obj
             .get_mut(kind)
@@ -96,6 +97,9 @@ pub fn archive_location(
         a.blob = key;
     } else if let Some(ArtifactoryArtifact { url, .. }) = &mut loc.artifactory {
         *url = format!("{}/{key}", url.trim_end_matches('/'));
+    } else if let Some(p) = loc.extra.get_mut("plugin").and_then(Value::as_object_mut) {
+        // Argo v4.0 `PluginArtifactRepository`: {name, configuration, keyFormat} → {name, configuration, key}.
+        p.insert("key".into(), Value::String(key));
     }
     Ok(arch)
 }
@@ -133,6 +137,17 @@ mod tests {
         .unwrap();
         assert_eq!(af.location.artifactory.unwrap().url, "https://af/repo/w/p");
         assert!(archive_location(&json!({"s3": {"keyFormat": "{{workflow.uid}}"}}), "w", "n", "p").is_err());
+        let plugin = archive_location(
+            &json!({"archiveLogs": true, "plugin": {"name": "dir", "configuration": "root: /r", "keyFormat": "k/{{pod.name}}"}}),
+            "w",
+            "n",
+            "p",
+        )
+        .unwrap();
+        assert_eq!(
+            plugin.location.extra["plugin"],
+            json!({"name": "dir", "configuration": "root: /r", "key": "k/p"})
+        );
         assert!(parse(&json!({"nothing": {}})).is_err());
     }
 }

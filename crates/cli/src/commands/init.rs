@@ -21,7 +21,7 @@ pub fn run(args: Args) -> i32 {
         let exe = std::env::current_exe().context("cannot find the argoexec binary")?;
         let wrapper = wrapper_binary(&exe);
         tracing::debug!(wrapper = %wrapper.display(), "the per-pod copy");
-        super::runtime()?.block_on(argoexec_flows::init::run(&ctx, &wrapper))?;
+        super::runtime()?.block_on(argoexec_flows::init::run(&ctx, &wrapper, &exe))?;
         Ok(())
     })();
     match r {

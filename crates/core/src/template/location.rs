@@ -369,7 +369,17 @@ impl ArtifactLocation {
                 ..a.clone()
             });
         } else {
-            return None;
+            // The kinds kept as raw JSON: an artifact plugin's (v4.0) and OSS's `key`, HDFS's `path`.
+            let (kind, field, mut value) = [("plugin", "key"), ("oss", "key"), ("hdfs", "path")]
+                .into_iter()
+                .find_map(|(k, f)| Some((k, f, self.extra.get(k)?.as_object()?.clone())))?;
+            let base = value
+                .get(field)
+                .and_then(|v| v.as_str())
+                .unwrap_or("")
+                .to_string();
+            value.insert(field.into(), join(&base).into());
+            out.extra.insert(kind.into(), value.into());
         }
         Some(out)
     }

@@ -102,6 +102,14 @@ fn child_location_derives_key() {
     let c = s3.child("x.tgz").unwrap();
     assert_eq!(c.s3.as_ref().unwrap().key, "wf/pod/x.tgz");
     assert_eq!(c.s3.unwrap().bucket.as_deref(), Some("b"));
+    let plugin: ArtifactLocation =
+        serde_json::from_str(r#"{"plugin": {"name": "dir", "configuration": "root: /r", "key": "wf/pod"}}"#)
+            .unwrap();
+    let c = plugin.child("x.tgz").unwrap();
+    assert_eq!(
+        c.extra["plugin"],
+        serde_json::json!({"name": "dir", "configuration": "root: /r", "key": "wf/pod/x.tgz"})
+    );
 }
 
 /// Found by the `template_json` fuzzer: an integer too large for u64 in an unknown field

@@ -14,7 +14,7 @@
 //!   (linking it would clear the volume).
 //!
 //! Only for v4.1 pods with the emissary executor; every other build keeps the legacy layout.
-//! Artifact plugins (their one sidecar per plugin) are not rendered yet.
+//! Artifact plugins get one sidecar per plugin, run from `/argo-bin` ([`super::plugins`]).
 
 use argoexec_core::ready::{INITLESS_POD_ENV, WAIT_FOR_READY_ENV};
 use argoexec_core::template::{MAIN, SUPERVISOR, WAIT};

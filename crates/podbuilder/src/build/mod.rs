@@ -9,6 +9,8 @@
 //!    main container(s), the sidecars ([`containers`]), each with the `ARGO_*` environment of
 //!    its version ([`env`]); in v4.1's init-less layout no init and a `supervisor` in place
 //!    of wait ([`initless`]);
+//!    artifact plugins (v4.0+): `init-artifact-<plugin>` init containers and
+//!    `artifact-plugin-<plugin>` sidecars with their socket volumes ([`plugins`]);
 //! 3. pod metadata ([`metadata`]): the workflow, completed and instance labels,
 //!    node-name/node-id and default-container annotations, the template's own metadata, the
 //!    Workflow as the controlling owner;
@@ -35,6 +37,7 @@ pub mod initless;
 mod metadata;
 mod offload;
 mod patch;
+pub mod plugins;
 pub mod resource;
 mod volumes;
 
@@ -201,6 +204,27 @@ pub enum BuildError {
         /// Its mount path.
         mount_path: String,
     },
+    /// An artifact goes through a plugin the config map's `artifactDrivers` does not list.
+    #[error(
+        "artifact plugin {plugin:?} is not in the controller config map's artifactDrivers (known: {known:?}); add \
+         artifactDrivers: [{{name: {plugin}, image: <the plugin's image>}}]"
+    )]
+    NoArtifactDriver {
+        /// The plugin.
+        plugin: String,
+        /// The plugins configured.
+        known: Vec<String>,
+    },
+    /// An artifact plugin in a pod of a controller older than v4.0.
+    #[error(
+        "artifact plugin {plugin:?}: Argo {version} has no artifact plugins (they came with v4.0); use --argo-version 4.0 or later"
+    )]
+    PluginsNeedV4 {
+        /// The plugin.
+        plugin: String,
+        /// The version asked for.
+        version: ArgoVersion,
+    },
     /// The template has nothing to run.
     #[error("template {0:?} has no container, script, containerSet, resource or data")]
     NoMain(String),
@@ -344,6 +368,7 @@ pub fn build_pod(
         initless: config.initless_pod && version >= ArgoVersion::V4_1 && executor == ExecutorKind::Emissary,
     };
     initless::check(&ctx)?;
+    plugins::check(&ctx)?;
 
     let (init, pod_containers, secret_vols) = assemble_containers(&ctx, &mains)?;
     let pod_volumes = pod_volumes(&ctx, secret_vols)?;
@@ -366,7 +391,7 @@ pub fn build_pod(
 fn assemble_containers(
     ctx: &BuildCtx<'_>,
     mains: &[Container],
-) -> Result<(Option<core::Container>, Vec<core::Container>, Vec<core::Volume>), BuildError> {
+) -> Result<(Vec<core::Container>, Vec<core::Container>, Vec<core::Volume>), BuildError> {
     let (ctx, template) = (ctx, ctx.template);
     let user_mounts: Vec<core::VolumeMount> = template
         .main_volume_mounts()
@@ -406,8 +431,16 @@ fn assemble_containers(
     for (i, s) in template.sidecars.iter().enumerate() {
         pod_containers.push(containers::sidecar(ctx, i, s, &main_mounts)?);
     }
-    let mut init = (containers::has_init(ctx) && !ctx.initless)
-        .then(|| containers::init(ctx, &secret_mounts, &user_mounts));
+    let aux = initless::aux_name(ctx);
+    if let Some(a) = pod_containers.iter_mut().find(|c| c.name == aux) {
+        plugins::wire_aux(ctx, a);
+        pod_containers.extend(plugins::sidecars(ctx, &user_mounts, &main_mounts)?);
+    }
+    let mut init = Vec::new();
+    if containers::has_init(ctx) && !ctx.initless {
+        init.push(containers::init(ctx, &secret_mounts, &user_mounts));
+        init.extend(plugins::init_containers(ctx, &user_mounts)?);
+    }
     for c in init.iter_mut().chain(pod_containers.iter_mut()) {
         resource::lock_down(ctx, c);
     }
@@ -428,6 +461,7 @@ fn pod_volumes(ctx: &BuildCtx<'_>, secrets: Vec<core::Volume>) -> Result<Vec<cor
         v.push(initless::argo_bin_volume(ctx));
     }
     v.extend(secrets);
+    v.extend(plugins::socket_volumes(ctx));
     if !t.inputs.artifacts.is_empty() {
         v.push(volumes::empty_dir(volumes::INPUT_ARTIFACTS));
     }
@@ -451,7 +485,7 @@ fn pod_volumes(ctx: &BuildCtx<'_>, secrets: Vec<core::Volume>) -> Result<Vec<cor
 /// The pod spec before the per-container pass.
 fn pod_spec(
     ctx: &BuildCtx<'_>,
-    init: Option<core::Container>,
+    init: Vec<core::Container>,
     containers: Vec<core::Container>,
     volumes: Vec<core::Volume>,
 ) -> Result<core::PodSpec, BuildError> {
@@ -470,7 +504,7 @@ fn pod_spec(
             .get("securityContext")
             .map(|v| convert("template securityContext", v))
             .transpose()?,
-        init_containers: init.map(|i| vec![i]),
+        init_containers: Some(init).filter(|i| !i.is_empty()),
         containers,
         volumes: Some(volumes),
         ..Default::default()
@@ -511,7 +545,11 @@ fn finish_containers(ctx: &BuildCtx<'_>, pod: &mut core::Pod) -> Result<(), Buil
     let has_aux = spec.containers.iter().any(|c| c.name == aux);
     for (i, k) in spec.containers.iter_mut().enumerate() {
         let is_wait = k.name == aux;
-        initless::decorate_user(ctx, k, has_aux);
+        let is_plugin = plugins::is_sidecar(&k.name);
+        if !is_plugin {
+            initless::decorate_user(ctx, k, has_aux);
+        }
+        let shares_outputs = plugins::shares_outputs_dir(ctx, &k.name, aux);
         let mounts = k.volume_mounts.get_or_insert_with(Vec::new);
         if ctx.version.has_tmp_dir_volume() && k.image.as_deref() == Some(ctx.exec_image.as_str()) {
             mounts.push(core::VolumeMount {
@@ -519,8 +557,14 @@ fn finish_containers(ctx: &BuildCtx<'_>, pod: &mut core::Pod) -> Result<(), Buil
                 ..volumes::mount(volumes::TMP_DIR, "/tmp")
             });
         }
+        if shares_outputs {
+            mounts.push(core::VolumeMount {
+                sub_path: Some("argo/outputs".into()),
+                ..volumes::mount(volumes::TMP_DIR, "/tmp/argo/outputs")
+            });
+        }
         mounts.push(volumes::mount(volumes::VAR_RUN_ARGO, "/var/run/argo"));
-        if !is_wait && ctx.executor == ExecutorKind::Emissary {
+        if !is_wait && !is_plugin && ctx.executor == ExecutorKind::Emissary {
             containers::wrap_for_emissary(ctx, k)?;
         }
         if let Some(g) = grace
