@@ -25,10 +25,15 @@ pub enum DeleteError {
     /// The artifact's location could not be completed from the archive location.
     #[error("cannot relocate artifact onto the archive location")]
     Relocate(#[source] RelocateError),
-    /// Plugin artifacts need the plugin's sidecar (not supported yet).
-    #[error("artifact plugins ({plugin}) are not supported by argoexec-rs yet; the artifact was not deleted")]
-    Plugin {
-        /// The plugin's name, when the location names one.
+    /// The artifact goes through a plugin this pod has no sidecar for (its
+    /// `ARGO_ARTIFACT_PLUGIN_NAMES` does not list `artifact-plugin-<plugin>`): waiting for
+    /// its socket could only time out.
+    #[error(
+        "artifact plugin {plugin:?} has no sidecar in this pod (artifact-plugin-{plugin} is not in ARGO_ARTIFACT_PLUGIN_NAMES); \
+         is it in the controller's artifactDrivers?"
+    )]
+    NoPluginSidecar {
+        /// The plugin.
         plugin: String,
     },
     /// Building the driver or deleting failed.
@@ -37,13 +42,15 @@ pub enum DeleteError {
 }
 
 /// Delete `art` (relocated onto `archive` when it is key-only); absent is success.
+/// `sidecars`: the plugin sidecars the pod has (`None`: unknown, every plugin is tried).
 pub async fn delete(
     name: &str,
     art: &Artifact,
     archive: Option<&ArtifactLocation>,
     settings: &Arc<Settings>,
+    sidecars: Option<&[String]>,
 ) -> ArtifactResult {
-    match try_delete(art, archive, settings).await {
+    match try_delete(art, archive, settings, sidecars).await {
         Ok(()) => {
             tracing::info!(artifact = name, "artifact deleted");
             ArtifactResult {
@@ -68,15 +75,24 @@ async fn try_delete(
     art: &Artifact,
     archive: Option<&ArtifactLocation>,
     settings: &Arc<Settings>,
+    sidecars: Option<&[String]>,
 ) -> Result<(), DeleteError> {
     let loc = art.location.relocate(archive).map_err(DeleteError::Relocate)?;
-    if let Some(plugin) = loc.extra.get("plugin") {
-        let plugin = plugin.get("name").and_then(|n| n.as_str()).unwrap_or("unnamed");
-        return Err(DeleteError::Plugin {
+    if let Some(plugin) = loc
+        .extra
+        .get("plugin")
+        .and_then(|p| p.get("name"))
+        .and_then(|n| n.as_str())
+        && let Some(have) = sidecars
+        && !have.iter().any(|s| s == &format!("artifact-plugin-{plugin}"))
+    {
+        return Err(DeleteError::NoPluginSidecar {
             plugin: plugin.to_string(),
         });
     }
-    let driver = AnyDriver::for_location(&loc, settings)?;
+    // A plugin location is deleted through the plugin's sidecar in the GC pod (its socket
+    // at /tmp/artifact-plugins/<plugin>/socket).
+    let driver = AnyDriver::for_artifact(art, &loc, settings)?;
     let mut wait = DELETE_FIRST_WAIT;
     let mut attempt = 1;
     loop {
@@ -132,10 +148,10 @@ mod tests {
         let f = d.path().join("out.tgz");
         std::fs::write(&f, "x").unwrap();
         let art = artifact(serde_json::json!({"name": "out", "local": {"path": f}}));
-        let r = delete("out", &art, None, &settings()).await;
+        let r = delete("out", &art, None, &settings(), None).await;
         assert!(r.success && r.error.is_none(), "{r:?}");
         assert!(!f.exists());
-        let again = delete("out", &art, None, &settings()).await;
+        let again = delete("out", &art, None, &settings(), None).await;
         assert!(again.success, "absent is success: {again:?}");
     }
 
@@ -150,7 +166,7 @@ mod tests {
         let archive: ArtifactLocation =
             serde_json::from_value(serde_json::json!({"local": {"path": d.path().join("repo")}})).unwrap();
         let key_only = artifact(serde_json::json!({"name": "o", "s3": {"key": target}}));
-        let r = delete("o", &key_only, Some(&archive), &settings()).await;
+        let r = delete("o", &key_only, Some(&archive), &settings(), None).await;
         assert!(r.success, "{r:?}");
         assert!(!target.exists());
     }
@@ -160,11 +176,12 @@ mod tests {
         let plugin = artifact(
             serde_json::json!({"name": "p", "plugin": {"name": "my-plugin", "configuration": "{}", "key": "k"}}),
         );
-        let r = delete("p", &plugin, None, &settings()).await;
+        let r = delete("p", &plugin, None, &settings(), Some(&[])).await;
         assert!(!r.success);
         assert!(r.error.as_deref().unwrap().contains("my-plugin"), "{r:?}");
+        assert!(r.error.as_deref().unwrap().contains("no sidecar"), "{r:?}");
         let key_only = artifact(serde_json::json!({"name": "k", "s3": {"key": "a/b"}}));
-        let r = delete("k", &key_only, None, &settings()).await;
+        let r = delete("k", &key_only, None, &settings(), None).await;
         assert!(!r.success);
         assert!(r.error.as_deref().unwrap().contains("archiveLocation"), "{r:?}");
     }
@@ -176,7 +193,7 @@ mod tests {
         // A path through a regular file: ENOTDIR, a real I/O failure even for root.
         let art = artifact(serde_json::json!({"name": "x", "local": {"path": d.path().join("file/child")}}));
         let started = tokio::time::Instant::now();
-        let r = delete("x", &art, None, &settings()).await;
+        let r = delete("x", &art, None, &settings(), None).await;
         assert!(!r.success);
         let text = r.error.unwrap();
         assert!(

@@ -11,9 +11,10 @@
 //! As Argo: an absent object is a success; a failed delete is `success: false` with the
 //! error text and never stops the others; the command fails only when the API does (list or
 //! patch) — the controller reads the outcome from the status, not from the exit code.
-//! Unlike Argo, an artifact that cannot be relocated or has no driver (a plugin artifact, a
-//! location kind without a driver) is recorded as that artifact's failure instead of
-//! aborting the whole pod before any status is written.
+//! Unlike Argo, an artifact that cannot be relocated or has no driver (a location kind
+//! without a driver, a plugin without a sidecar in the pod) is recorded as that artifact's
+//! failure instead of aborting the whole pod before any status is written. Plugin artifacts
+//! are deleted through the pod's `artifact-plugin-<plugin>` sidecars.
 
 pub mod delete;
 
@@ -79,6 +80,9 @@ pub struct Options {
     pub settings: Arc<Settings>,
     /// Artifacts deleted at once (at least 1).
     pub parallelism: usize,
+    /// The plugin sidecars of the pod (`ARGO_ARTIFACT_PLUGIN_NAMES`, set on every v4.0+ GC
+    /// pod); `None` when not given (then a plugin's socket is waited for).
+    pub plugin_sidecars: Option<Vec<String>>,
 }
 
 /// What was done.
@@ -168,7 +172,9 @@ pub async fn collect(task: &WorkflowArtifactGCTask, opts: &Options) -> ArtifactG
                 art.name.clone()
             };
             async move {
-                let result = delete::delete(&name, art, spec.archive_location.as_ref(), &settings).await;
+                let sidecars = opts.plugin_sidecars.as_deref();
+                let result =
+                    delete::delete(&name, art, spec.archive_location.as_ref(), &settings, sidecars).await;
                 (node.clone(), name, result)
             }
         })

@@ -174,6 +174,7 @@ fn options(settings: Arc<Settings>, label: &str) -> Options {
         label: label.into(),
         settings,
         parallelism: 4,
+        plugin_sidecars: None,
     }
 }
 

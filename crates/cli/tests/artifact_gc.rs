@@ -146,6 +146,8 @@ async fn delete_against_the_node_writes_the_status_and_exits_0_with_a_failed_art
     let args = [&["artifact", "delete"][..], &FLAGS].concat();
     let env = [
         ("ARGO_ARTIFACT_POD_NAME", "4242".to_string()),
+        // As every v4 GC pod: the plugin sidecars (none here).
+        ("ARGO_ARTIFACT_PLUGIN_NAMES", String::new()),
         ("KUBERNETES_SERVICE_HOST", "127.0.0.1".into()),
         ("KUBERNETES_SERVICE_PORT", server.api_port().to_string()),
         ("ARGOEXEC_SERVICEACCOUNT_DIR", gc_sa.display().to_string()),
@@ -158,10 +160,7 @@ async fn delete_against_the_node_writes_the_status_and_exits_0_with_a_failed_art
     let results = &got["status"]["artifactResultsByNode"]["wf-1"]["artifactResults"];
     assert_eq!(results["out"], json!({"name": "out", "success": true}));
     let err = results["p"]["error"].as_str().unwrap();
-    assert!(
-        err.contains("my-plugin") && err.contains("not supported"),
-        "{err}"
-    );
+    assert!(err.contains("my-plugin") && err.contains("no sidecar"), "{err}");
     assert!(
         !root.join("dev/termination-log").exists(),
         "no termination message on success"

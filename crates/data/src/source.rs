@@ -34,6 +34,9 @@ pub async fn artifact_paths(
         .location
         .relocate(archive)
         .map_err(SourceError::Relocate)?;
-    let driver = AnyDriver::for_location(&loc, settings)?;
+    // A plugin source is listed through the plugin's socket, as Argo's `ListObjects`; no
+    // controller version gives a data pod a plugin sidecar, so without one this is the
+    // socket wait's failure naming the socket (Argo's behaviour, kept).
+    let driver = AnyDriver::for_artifact(artifact, &loc, settings)?;
     Ok(driver.list_objects().await?)
 }

@@ -268,13 +268,31 @@ async fn kill_sidecars<R: RuntimeExecutor>(
 /// (they run `artifact-plugin-sidecar`, which ignores SIGTERM and obeys only its signal
 /// file): `15`, up to the grace period for their exit codes, then `9` and up to 10 s more.
 async fn kill_artifact_plugins(ctx: &StepContext) -> Result<(), FlowError> {
-    let plugins = &ctx.env.artifact_plugin_containers;
-    if plugins.is_empty() {
+    stop_plugin_sidecars(
+        &ctx.paths,
+        &ctx.env.artifact_plugin_containers,
+        ctx.env.termination_grace,
+    )
+    .await
+}
+
+/// Stop the artifact-plugin sidecars `names` (`artifact-plugin-<plugin>`) through their
+/// signal files, SIGTERM then SIGKILL after `grace` (Argo's `KillArtifactSidecars`): the
+/// sidecars of wait, the supervisor and the artifact-GC pod end only this way.
+///
+/// # Errors
+/// The emissary executor's kill failure.
+pub async fn stop_plugin_sidecars(
+    paths: &argoexec_core::PodPaths,
+    names: &[String],
+    grace: std::time::Duration,
+) -> Result<(), FlowError> {
+    if names.is_empty() {
         return Ok(());
     }
-    tracing::info!(?plugins, "stopping the artifact plugin sidecars");
-    argoexec_backend_emissary::EmissaryExecutor::new(ctx.paths.clone())
-        .kill(plugins, ctx.env.termination_grace)
+    tracing::info!(plugins = ?names, "stopping the artifact plugin sidecars");
+    argoexec_backend_emissary::EmissaryExecutor::new(paths.clone())
+        .kill(names, grace)
         .await
         .map_err(Into::into)
 }

@@ -38,7 +38,7 @@ pub struct ExecutorSelector {
 }
 
 /// An `images` entry: v3.1–v3.3 `{command, args}` or v3.4+ `{entrypoint, cmd}`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ImageEntry {
     /// The image's entrypoint (`command` or `entrypoint`).
     pub command: Vec<String>,

@@ -77,7 +77,7 @@ fn pod_names_hash_the_service_account_labels_and_annotations_as_argo() {
         service_account: Some("gcsa".into()),
         labels: BTreeMap::from([("team".to_string(), "blue".to_string())]),
         annotations: BTreeMap::new(),
-        pod_spec_patch: None,
+        ..Default::default()
     };
     assert_eq!(
         gc_pod_name("wf", GcStrategy::OnWorkflowDeletion, &info),
@@ -205,4 +205,82 @@ fn the_gc_pod_spec_patch_applies_but_cannot_replace_the_service_account() {
         ),
         Err(BuildError::BadValue { .. })
     ));
+}
+
+/// v4.0+: a plugin artifact brings `init` (the per-pod copy), a sidecar per plugin wrapped by
+/// the emissary with its socket volume shared with main, and the sidecars' names in main's
+/// `ARGO_ARTIFACT_PLUGIN_NAMES`.
+#[test]
+fn plugin_artifacts_bring_their_sidecars() {
+    let plugin: ArtifactLocation = serde_json::from_value(serde_json::json!(
+        {"plugin": {"name": "dir", "configuration": "root: /r", "key": "wf/out.tgz"}}
+    ))
+    .unwrap();
+    let mut t = task("wf-artgc-wfcomp-1");
+    let node = t.spec.artifacts_by_node.get_mut("wf-123").unwrap();
+    node.artifacts.insert(
+        "p".into(),
+        Artifact {
+            name: "p".into(),
+            location: plugin,
+            ..Default::default()
+        },
+    );
+    let mut info = GcPodInfo::default();
+    let opts = BuildOptions {
+        argo_version: ArgoVersion::V4_1,
+        executor_image: "argoexec-rs:test".into(),
+        ..Default::default()
+    };
+    let build = |info: &GcPodInfo| gc_pod(&wf(), GcStrategy::OnWorkflowCompletion, info, &t, "uid", &opts);
+    assert!(matches!(build(&info), Err(BuildError::NoArtifactDriver { .. })));
+    info.artifact_drivers = vec![argoexec_podbuilder::artifact_drivers::ArtifactDriver {
+        name: "dir".into(),
+        image: "plugin-dir:1".into(),
+        connection_timeout_seconds: None,
+    }];
+    assert!(matches!(build(&info), Err(BuildError::NoCommand { .. })));
+    info.images.insert(
+        "plugin-dir:1".into(),
+        argoexec_podbuilder::ImageEntry {
+            command: vec!["/argoexec-plugin-dir".into()],
+            args: None,
+        },
+    );
+    let p = build(&info).unwrap();
+    let spec = p.spec.as_ref().unwrap();
+    let init = &spec.init_containers.as_ref().unwrap()[0];
+    assert_eq!(init.command.as_ref().unwrap()[..2], ["argoexec", "init"]);
+    let names: Vec<&str> = spec.containers.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["artifact-plugin-dir", "main"]);
+    let side = &spec.containers[0];
+    let cmd = side.command.as_ref().unwrap();
+    assert_eq!(cmd[..2], ["/var/run/argo/argoexec", "emissary"]);
+    assert_eq!(
+        cmd[cmd.len() - 2..],
+        ["/argoexec-plugin-dir", "/tmp/artifact-plugins/dir/socket"]
+    );
+    let main = &spec.containers[1];
+    let mounted = |c: &k8s_openapi::api::core::v1::Container, path: &str| {
+        c.volume_mounts.iter().flatten().any(|m| m.mount_path == path)
+    };
+    for c in [side, main] {
+        assert!(
+            mounted(c, "/tmp/artifact-plugins/dir") && mounted(c, "/var/run/argo"),
+            "{}",
+            c.name
+        );
+    }
+    let e = main
+        .env
+        .as_ref()
+        .unwrap()
+        .iter()
+        .find(|e| e.name == "ARGO_ARTIFACT_PLUGIN_NAMES")
+        .unwrap();
+    assert_eq!(e.value.as_deref(), Some("artifact-plugin-dir"));
+    let vols: Vec<&str> = spec.volumes.iter().flatten().map(|v| v.name.as_str()).collect();
+    for v in ["var-run-argo", "artifact-plugin-dir"] {
+        assert!(vols.contains(&v), "{vols:?}");
+    }
 }

@@ -271,3 +271,20 @@ fn what_cannot_be_built_is_named() {
     assert!(matches!(e, BuildError::PluginsNeedV4 { .. }), "{e}");
     assert!(e.to_string().contains("v4.0"), "{e}");
 }
+
+#[test]
+fn the_drivers_timeout_travels_in_the_template() {
+    let p = build(TPL, CM, ArgoVersion::V4_1).unwrap();
+    let inits = p.spec.as_ref().unwrap().init_containers.as_ref().unwrap();
+    let t = Template::from_json(env_values(&inits[0], "ARGO_TEMPLATE")[0]).unwrap();
+    // `dir` has 9 s configured; `other` none, so its artifact keeps no value.
+    assert_eq!(
+        t.inputs.artifacts[0].location.extra["plugin"]["connectionTimeoutSeconds"],
+        9
+    );
+    assert!(
+        t.outputs.artifacts[0].location.extra["plugin"]
+            .get("connectionTimeoutSeconds")
+            .is_none()
+    );
+}

@@ -200,16 +200,27 @@ fn gc_execute(paths: &PodPaths, args: &Args) -> anyhow::Result<()> {
         paths: paths.clone(),
         ..Settings::from_env().context("bad artifact transfer settings")?
     };
+    let sidecars = get("ARGO_ARTIFACT_PLUGIN_NAMES").map(|v| argoexec_core::env::split_names(Some(&v)));
     let opts = argoexec_artifact_gc::Options {
         namespace,
         label: label.trim().to_string(),
         settings: Arc::new(settings),
         parallelism: args.parallelism,
+        plugin_sidecars: sidecars.clone(),
     };
     let rt = super::runtime()?;
     let summary = rt.block_on(async {
         let (client, _token) = config.connect().context("cannot connect to the API server")?;
-        anyhow::Ok(argoexec_artifact_gc::run(&client, &opts).await?)
+        let summary = argoexec_artifact_gc::run(&client, &opts).await;
+        // As Argo, the plugin sidecars are stopped at the end, whatever the outcome: the
+        // pod completes only when they have.
+        let grace = argoexec_core::env::DEFAULT_GRACE;
+        if let Err(e) =
+            argoexec_flows::wait::stop_plugin_sidecars(paths, &sidecars.unwrap_or_default(), grace).await
+        {
+            tracing::warn!(error = %e, "cannot stop the artifact plugin sidecars");
+        }
+        anyhow::Ok(summary?)
     })?;
     tracing::info!(
         tasks = summary.tasks,

@@ -103,7 +103,9 @@ fn render_gc(
         );
     }
     let settings = plan.wf.artifact_gc.clone().unwrap_or_default();
-    let (strategy, info) = super::run::gc::pod_info(&settings)?;
+    let (strategy, mut info) = super::run::gc::pod_info(&settings)?;
+    info.artifact_drivers = plan.config.artifact_drivers.clone();
+    info.images = plan.config.images.clone();
     let pod_name = gc_pod_name(&plan.wf.meta.name, strategy, &info);
     let node_id = step
         .metadata

@@ -13,8 +13,14 @@
 //!   `MinimalCtrSC` (v3.5: without the seccomp profile) and from v3.7 `MinimalPodSC`; the
 //!   Secret volumes of every archive location and artifact are mounted on main.
 //! - Env: `ARGO_ARTIFACT_POD_NAME` (the label value) always; from v4.0 also `ARGO_POD_NAME`,
-//!   `ARGO_TEMPLATE={}`, `ARGO_DEADLINE` and `ARGO_ARTIFACT_PLUGIN_NAMES` (empty: plugin
-//!   sidecars are issue 21).
+//!   `ARGO_TEMPLATE={}`, `ARGO_DEADLINE` and `ARGO_ARTIFACT_PLUGIN_NAMES` (the plugin
+//!   sidecars' names).
+//! - Artifact plugins (v4.0+): when an artifact or archive location goes through a plugin, an
+//!   `init` container (`argoexec init`, `ARGO_TEMPLATE={}`) installs the per-pod copy in
+//!   `/var/run/argo`, and each plugin runs as a sidecar `artifact-plugin-<plugin>` in its own
+//!   image, wrapped by the emissary (`/var/run/argo/argoexec emissary … -- <entrypoint>
+//!   <socket>`), its socket volume shared with main, which stops them when done. Plugins
+//!   sorted by name (Argo: Go map order).
 //! - `artifactGC.podSpecPatch` is applied to the spec before the service account is set.
 //! - v3.3 has no artifact GC: asking for it is an error.
 
@@ -70,6 +76,11 @@ pub struct GcPodInfo {
     pub annotations: BTreeMap<String, String>,
     /// `artifactGC.podSpecPatch` (not part of the pod name's hash, as in Argo).
     pub pod_spec_patch: Option<String>,
+    /// The config map's `artifactDrivers` (not part of the hash).
+    pub artifact_drivers: Vec<crate::artifact_drivers::ArtifactDriver>,
+    /// The config map's `images`, where a plugin image's entrypoint is found (not part of
+    /// the hash).
+    pub images: BTreeMap<String, crate::config::ImageEntry>,
 }
 
 /// The GC pod's name for `strategy` and `info` (Argo's `artGCPodName`).
@@ -149,8 +160,23 @@ pub fn gc_pod(
         controller: Some(true),
         block_owner_deletion: Some(true),
     };
+    let plugins = plugin_parts(task, info, opts)?;
+    let (mut volumes, mut mounts) = (volumes, mounts);
+    volumes.extend(plugins.volumes);
+    mounts.extend(plugins.mounts);
+    let mut containers = plugins.sidecars;
+    let mut main = main(&pod_name, &mounts, opts);
+    if let Some(e) = main
+        .env
+        .as_mut()
+        .and_then(|e| e.iter_mut().find(|v| v.name == "ARGO_ARTIFACT_PLUGIN_NAMES"))
+    {
+        e.value = Some(plugins.names.join(","));
+    }
+    containers.push(main);
     let mut spec = core::PodSpec {
-        containers: vec![main(&pod_name, &mounts, opts)],
+        init_containers: plugins.init.map(|i| vec![i]),
+        containers,
         volumes: (!volumes.is_empty()).then_some(volumes),
         security_context: (version >= ArgoVersion::V3_7).then(minimal_pod_sc),
         automount_service_account_token: Some(true),
@@ -178,6 +204,104 @@ pub fn gc_pod(
         spec: Some(spec),
         status: None,
     })
+}
+
+/// The plugin parts of a GC pod: nothing when no artifact goes through a plugin.
+#[derive(Default)]
+struct GcPlugins {
+    init: Option<core::Container>,
+    sidecars: Vec<core::Container>,
+    names: Vec<String>,
+    volumes: Vec<core::Volume>,
+    mounts: Vec<core::VolumeMount>,
+}
+
+/// The plugins the task's artifacts (relocated onto their node's archive location) and archive
+/// locations go through, sorted.
+fn task_plugins(task: &WorkflowArtifactGCTask) -> std::collections::BTreeSet<String> {
+    let name = |loc: &argoexec_core::template::ArtifactLocation| {
+        Some(loc.extra.get("plugin")?.get("name")?.as_str()?.to_string()).filter(|n| !n.is_empty())
+    };
+    let mut out = std::collections::BTreeSet::new();
+    for node in task.spec.artifacts_by_node.values() {
+        out.extend(node.archive_location.as_ref().and_then(name));
+        for art in node.artifacts.values() {
+            let loc = art.location.relocate(node.archive_location.as_ref()).ok();
+            out.extend(loc.as_ref().and_then(name));
+        }
+    }
+    out
+}
+
+fn plugin_parts(
+    task: &WorkflowArtifactGCTask,
+    info: &GcPodInfo,
+    opts: &BuildOptions,
+) -> Result<GcPlugins, BuildError> {
+    use super::volumes::{TMP_DIR, VAR_RUN_ARGO, empty_dir, mount};
+    let plugins = task_plugins(task);
+    if plugins.is_empty() || opts.argo_version < ArgoVersion::V4_0 {
+        return Ok(GcPlugins::default());
+    }
+    let var_run = mount(VAR_RUN_ARGO, "/var/run/argo");
+    let env = |name: &str, value: &str| super::env::env(name, value);
+    let log_opts = super::containers::log_opts_of(opts.argo_version, opts);
+    let mut parts = GcPlugins {
+        volumes: vec![empty_dir(VAR_RUN_ARGO), empty_dir(TMP_DIR)],
+        mounts: vec![var_run.clone()],
+        ..Default::default()
+    };
+    let pod_env = || {
+        vec![
+            super::env::field_env("ARGO_POD_NAME", "metadata.name"),
+            super::env::field_env("ARGO_POD_UID", "metadata.uid"),
+        ]
+    };
+    let mut init_env = pod_env();
+    init_env.extend([env("ARGO_TEMPLATE", "{}"), env("ARGO_DEADLINE", &opts.deadline)]);
+    parts.init = Some(core::Container {
+        name: argoexec_core::template::INIT.into(),
+        image: Some(opts.executor_image.clone()),
+        command: Some([vec!["argoexec".to_string(), "init".to_string()], log_opts.clone()].concat()),
+        env: Some(init_env),
+        volume_mounts: Some(vec![var_run.clone()]),
+        ..Default::default()
+    });
+    for p in plugins {
+        let d = info
+            .artifact_drivers
+            .iter()
+            .find(|d| d.name == p)
+            .ok_or_else(|| BuildError::NoArtifactDriver {
+                plugin: p.clone(),
+                known: info.artifact_drivers.iter().map(|d| d.name.clone()).collect(),
+            })?;
+        let name = format!("{}{p}", super::plugins::SIDECAR_PREFIX);
+        let entry = info.images.get(&d.image).ok_or_else(|| BuildError::NoCommand {
+            container: name.clone(),
+            image: d.image.clone(),
+        })?;
+        let socket = mount(&name, &super::plugins::socket_dir(&p));
+        let mut command = vec!["/var/run/argo/argoexec".to_string(), "emissary".to_string()];
+        command.extend(log_opts.iter().cloned());
+        command.push("--".into());
+        command.extend(entry.command.iter().cloned());
+        command.push(format!("{}/socket", super::plugins::socket_dir(&p)));
+        let mut e = pod_env();
+        e.push(env("ARGO_CONTAINER_NAME", &name));
+        parts.sidecars.push(core::Container {
+            name: name.clone(),
+            image: Some(d.image.clone()),
+            command: Some(command),
+            env: Some(e),
+            volume_mounts: Some(vec![socket.clone(), var_run.clone()]),
+            ..Default::default()
+        });
+        parts.volumes.push(empty_dir(&name));
+        parts.mounts.push(socket);
+        parts.names.push(name);
+    }
+    Ok(parts)
 }
 
 /// The locations whose secrets the pod mounts, as a template the volume pass reads.

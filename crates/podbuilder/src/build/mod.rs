@@ -332,6 +332,14 @@ pub fn build_pod(
         }
         None => template,
     };
+    let timed;
+    let template = match plugins::with_timeouts(template, &config.artifact_drivers) {
+        Some(t) => {
+            timed = t;
+            &timed
+        }
+        None => template,
+    };
     // A resource or data template's main is the executor itself (named `main`, no user spec).
     let mains = match template.resource.is_some() || template.data.is_some() {
         true => vec![Container {

@@ -135,6 +135,48 @@ pub(crate) fn check(ctx: &BuildCtx<'_>) -> Result<(), BuildError> {
     }
 }
 
+/// The template with each plugin location's `connectionTimeoutSeconds` filled from its
+/// driver's when unset or 0 (Argo's `populateAllPluginArtifactTimeouts`: the archive location,
+/// the inputs and the outputs), so the executor reads it from the artifact. `None` when
+/// nothing changes.
+pub(crate) fn with_timeouts(t: &Template, drivers: &[ArtifactDriver]) -> Option<Template> {
+    let fill = |loc: &mut ArtifactLocation| -> bool {
+        let Some(p) = loc.extra.get_mut("plugin").and_then(|v| v.as_object_mut()) else {
+            return false;
+        };
+        let unset = p
+            .get("connectionTimeoutSeconds")
+            .and_then(|v| v.as_i64())
+            .is_none_or(|n| n == 0);
+        let name = p.get("name").and_then(|v| v.as_str()).unwrap_or("");
+        match drivers
+            .iter()
+            .find(|d| d.name == name)
+            .and_then(|d| d.connection_timeout_seconds)
+        {
+            Some(secs) if unset && secs != 0 => {
+                p.insert("connectionTimeoutSeconds".into(), secs.into());
+                true
+            }
+            _ => false,
+        }
+    };
+    let mut out = t.clone();
+    let mut changed = false;
+    if let Some(a) = out.archive_location.as_mut() {
+        changed |= fill(&mut a.location);
+    }
+    for art in out
+        .inputs
+        .artifacts
+        .iter_mut()
+        .chain(out.outputs.artifacts.iter_mut())
+    {
+        changed |= fill(&mut art.location);
+    }
+    changed.then_some(out)
+}
+
 /// The configured driver of `plugin`.
 fn driver<'a>(ctx: &BuildCtx<'a>, plugin: &str) -> Result<&'a ArtifactDriver, BuildError> {
     ctx.config

@@ -105,7 +105,9 @@ pub async fn collect(server: NodeServer, input: &GcInput<'_>, keep: bool) -> any
         });
     }
     let settings = input.plan.wf.artifact_gc.clone().unwrap_or(Value::Null);
-    let (strategy, info) = pod_info(&settings)?;
+    let (strategy, mut info) = pod_info(&settings)?;
+    info.artifact_drivers = input.plan.config.artifact_drivers.clone();
+    info.images = input.plan.config.images.clone();
     let wf = &input.plan.wf.meta;
     let pod_name = gc_pod_name(&wf.name, strategy, &info);
     let node = ArtifactNodeSpec {
@@ -118,12 +120,22 @@ pub async fn collect(server: NodeServer, input: &GcInput<'_>, keep: bool) -> any
     let uid = create_task(&tasks, &task).await?;
     let opts = input.plan.build_options(input.executor_image, input.log_level)?;
     let mut pod = gc_pod(wf, strategy, &info, &task, &uid, &opts)?;
+    // Main deletes local artifacts itself; a plugin sidecar deletes the objects it keeps there.
+    let mut writers = vec!["main".to_string()];
+    writers.extend(
+        pod.spec
+            .iter()
+            .flat_map(|s| &s.containers)
+            .map(|c| c.name.clone())
+            .filter(|n| n.starts_with("artifact-plugin-")),
+    );
+    let writers: Vec<&str> = writers.iter().map(String::as_str).collect();
     super::mounts::attach_host_dir(
         &mut pod,
         super::mounts::REPO_VOLUME,
         input.repo,
         super::REPO_MOUNT,
-        &["main"],
+        &writers,
     );
     let sa = info.service_account.as_deref().unwrap_or("default");
     server.rbac().load_str(
@@ -199,6 +211,7 @@ pub(crate) fn pod_info(settings: &Value) -> anyhow::Result<(GcStrategy, GcPodInf
         labels: map(&settings["podMetadata"]["labels"], "labels")?,
         annotations: map(&settings["podMetadata"]["annotations"], "annotations")?,
         pod_spec_patch: settings["podSpecPatch"].as_str().map(str::to_string),
+        ..Default::default()
     };
     Ok((strategy, info))
 }

@@ -1,5 +1,5 @@
-//! Host directories a run mounts into its pod: the local artifact repository (in init and
-//! wait; its key directory handed to a non-root wait user), and a self-signed kubelet's CA
+//! Host directories a run mounts into its pod: the local artifact repository (in init, wait
+//! and artifact-plugin containers; its key directory handed to a non-root writer), and a self-signed kubelet's CA
 //! bundle for wait.
 
 use std::path::{Path, PathBuf};
@@ -12,19 +12,22 @@ use super::REPO_MOUNT;
 
 pub const REPO_VOLUME: &str = "argoexec-artifacts";
 
-/// A non-root wait container (its or the pod's `runAsUser`, else its image's numeric `USER`,
-/// as in the `-nonroot` executor image) writes its outputs under the key directory of the
-/// local repository: create it and hand it to that user, as a bucket policy would, instead of
-/// making the repository world-writable.
+/// A non-root writer of the local repository (the first artifact-plugin sidecar, which saves
+/// the outputs when a plugin serves them, else wait; its or the pod's `runAsUser`, else its
+/// image's numeric `USER`, as in the `-nonroot` executor image) writes its outputs under the
+/// key directory of the local repository: create it and hand it to that user, as a bucket
+/// policy would, instead of making the repository world-writable.
 pub async fn give_key_dir_to_wait(docker_socket: &Path, pod: &Pod, dir: &Path) -> anyhow::Result<()> {
     let Some(spec) = pod.spec.as_ref() else {
         return Ok(());
     };
-    let wait = spec
+    let aux = super::outcome::aux_name(pod);
+    let writer = spec
         .containers
         .iter()
-        .find(|c| c.name == super::outcome::aux_name(pod));
-    let sc = wait.and_then(|c| c.security_context.as_ref());
+        .find(|c| c.name.starts_with(PLUGIN_SIDECAR))
+        .or_else(|| spec.containers.iter().find(|c| c.name == aux));
+    let sc = writer.and_then(|c| c.security_context.as_ref());
     let psc = spec.security_context.as_ref();
     let uid = sc
         .and_then(|s| s.run_as_user)
@@ -32,7 +35,7 @@ pub async fn give_key_dir_to_wait(docker_socket: &Path, pod: &Pod, dir: &Path) -
     let mut gid = sc
         .and_then(|s| s.run_as_group)
         .or_else(|| psc.and_then(|s| s.run_as_group));
-    let uid = match (uid, wait.and_then(|c| c.image.as_deref())) {
+    let uid = match (uid, writer.and_then(|c| c.image.as_deref())) {
         (Some(u), _) => Some(u),
         (None, Some(image)) => {
             let node = NodeConfig {
@@ -59,7 +62,12 @@ pub async fn give_key_dir_to_wait(docker_socket: &Path, pod: &Pod, dir: &Path) -
         id(uid).map(nix::unistd::Uid::from_raw),
         gid.and_then(id).map(nix::unistd::Gid::from_raw),
     )
-    .with_context(|| format!("cannot give {} to UID {uid} (the pod's wait user)", dir.display()))?;
+    .with_context(|| {
+        format!(
+            "cannot give {} to UID {uid} (the pod's repository writer)",
+            dir.display()
+        )
+    })?;
     Ok(())
 }
 
@@ -70,10 +78,28 @@ fn numeric_user(user: &str) -> (Option<i64>, Option<i64>) {
     (u.parse().ok(), g.parse().ok())
 }
 
-/// Mount the host repository into init and wait.
+/// The names of artifact-plugin sidecars and (legacy) plugin init containers.
+const PLUGIN_SIDECAR: &str = "artifact-plugin-";
+const PLUGIN_INIT: &str = "init-artifact-";
+
+/// Mount the host repository into init, wait (or the supervisor) and the artifact-plugin
+/// containers (a plugin such as `argoexec-plugin-dir` configured with
+/// `root: /argo/artifact-repository` keeps its objects there).
 pub fn attach_repository(pod: &mut Pod, repo: &Path) {
-    let aux = super::outcome::aux_name(pod);
-    attach_host_dir(pod, REPO_VOLUME, repo, REPO_MOUNT, &["init", aux]);
+    let aux = super::outcome::aux_name(pod).to_string();
+    let mut names = vec!["init".to_string(), aux];
+    if let Some(spec) = pod.spec.as_ref() {
+        names.extend(
+            spec.init_containers
+                .iter()
+                .flatten()
+                .chain(&spec.containers)
+                .map(|c| c.name.clone())
+                .filter(|n| n.starts_with(PLUGIN_SIDECAR) || n.starts_with(PLUGIN_INIT)),
+        );
+    }
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    attach_host_dir(pod, REPO_VOLUME, repo, REPO_MOUNT, &names);
 }
 
 /// Mount the host directory `dir` at `mount` in the named containers.

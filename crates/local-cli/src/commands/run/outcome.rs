@@ -278,6 +278,9 @@ pub fn to_json(o: &Outcome, repo_mount: &str, repo_host: &Path) -> Value {
             if let Some(s3) = &a.location.s3 {
                 v["s3"] = json!({"bucket": s3.bucket, "key": s3.key});
             }
+            if let Some(p) = a.location.extra.get("plugin") {
+                v["plugin"] = json!({"name": p.get("name"), "key": p.get("key")});
+            }
             v
         })
         .collect();
