@@ -186,3 +186,41 @@ fn the_gc_pod_deletes_through_its_own_sidecar() {
     // The inputs are not the run's outputs: untouched.
     assert!(root.join("in/greeting.txt").exists());
 }
+
+/// A plugin that answers a load with a failure: its init container fails, main never runs,
+/// and the step's message names the plugin and the plugin's own words.
+#[test]
+fn a_refused_load_fails_the_step_with_the_plugins_words() {
+    if !plugin_image_present() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cm = config_map(&dir, DRIVERS);
+    let path = dir.path().join("wf.yaml");
+    let template = r#"inputs:
+  artifacts:
+    - name: greeting
+      path: /in/greeting.txt
+      plugin: {name: dir, configuration: "root: /argo/artifact-repository\nrefuse: [load]", key: in/greeting.txt}
+container:
+  image: busybox:latest
+  command: [sh, -c, "echo should not run"]
+"#;
+    std::fs::write(&path, wf("plugins-refused", template)).unwrap();
+    let r = run_file(
+        &path,
+        "emissary",
+        &["--config", &cm, "--argo-version", "4.1"],
+        Some(repository()),
+    );
+    // An init container's failure is the node's Error, as for init's own (run_bad_input.rs).
+    assert_eq!(r.phase(), "Error", "{}", r.dump());
+    let m = r.message();
+    assert!(
+        m.contains("init-artifact-dir") && m.contains("plugin dir load failed") && m.contains("refused"),
+        "{m}: {}",
+        r.dump()
+    );
+    assert_eq!(r.exit_of("init-artifact-dir"), Some(64), "{}", r.dump());
+    assert!(!r.json.to_string().contains("should not run"), "{}", r.dump());
+}
