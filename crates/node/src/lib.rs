@@ -34,6 +34,7 @@ pub mod objects;
 mod oom;
 pub mod quantity;
 mod run;
+mod sidecars;
 pub mod spec;
 mod state;
 pub mod status;

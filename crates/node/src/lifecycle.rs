@@ -1,5 +1,6 @@
 //! One pod's life on the local node, as the kubelet runs a `restartPolicy: Never` pod: init
-//! containers one at a time in order (the first failure fails the pod), then every container
+//! containers one at a time in order (the first failure fails the pod; a sidecar, one with
+//! `restartPolicy: Always`, is started and kept running, [`crate::sidecars`]), then every container
 //! started in declaration order and waited for concurrently; the pod is `Succeeded` when all
 //! exit 0, `Failed` otherwise. Under `restartPolicy: OnFailure` (Argo's agent pod) a
 //! container that exits non-zero, init or not, is started again after the kubelet's
@@ -87,8 +88,18 @@ fn finish(st: &mut PodStatus, stop: Option<StopReason>, failure: Option<Failure>
     }
 }
 
-/// Run the init containers, then the others; returns why the pod failed early, if it did.
-async fn drive(s: &Shared) -> Option<Failure> {
+/// Run the containers; the sidecars ([`crate::sidecars`]) are stopped once the others are
+/// done, however the pod ended.
+async fn drive(s: &Arc<Shared>) -> Option<Failure> {
+    let mut sidecars = crate::sidecars::Sidecars::new();
+    let failure = drive_containers(s, &mut sidecars).await;
+    sidecars.terminate(s).await;
+    failure
+}
+
+/// Run the init containers (a sidecar is started and kept, not waited for), then the
+/// others; returns why the pod failed early, if it did.
+async fn drive_containers(s: &Arc<Shared>, sidecars: &mut crate::sidecars::Sidecars) -> Option<Failure> {
     let spec = s.pod.spec.as_ref()?;
     // App containers are created only after the init containers succeeded: creating them
     // resolves subPath mounts, whose sources init may still have to write (input artifacts).
@@ -100,13 +111,17 @@ async fn drive(s: &Shared) -> Option<Failure> {
             Ok(id) => launch(s, c, &id).await.map(|()| id),
             Err(e) => Err(e),
         };
-        match id {
-            Ok(id) if run_to_end(s, c, &id).await == 0 => {}
-            Ok(_) => return Some(Failure::Init(c.name.clone())),
+        let id = match id {
+            Ok(id) => id,
             Err((id, e)) => {
                 not_run(s, c, &id, e);
                 return Some(Failure::Init(c.name.clone()));
             }
+        };
+        if crate::sidecars::is_sidecar(c) {
+            sidecars.keep(s, c, id);
+        } else if run_to_end(s, c, &id).await != 0 {
+            return Some(Failure::Init(c.name.clone()));
         }
     }
     let (started, failure) = start_containers(s, &spec.containers).await;
@@ -279,7 +294,7 @@ async fn launch(s: &Shared, c: &Container, id: &str) -> Result<(), (String, NotR
 }
 
 /// The kubelet's longest restart back-off.
-const BACKOFF_CAP: Duration = Duration::from_secs(300);
+pub(crate) const BACKOFF_CAP: Duration = Duration::from_secs(300);
 
 /// Wait for `c` to end; under `restartPolicy: OnFailure` start it again after a failure,
 /// with back-off, until it exits 0 or the pod is stopped. Returns the last exit code.
@@ -303,13 +318,7 @@ async fn run_to_end(s: &Shared, c: &Container, id: &str) -> i64 {
             return code;
         }
         backoff = (backoff * 2).min(BACKOFF_CAP);
-        // The run's termination message is its own, not the failed run's.
-        let term_file = s.pod_dir.join("termination").join(&c.name);
-        if let Err(e) = crate::hostfs::write_file(&term_file, b"", 0o666) {
-            tracing::warn!(container = %c.name, error = %e, "cannot empty the termination message file");
-        }
-        if let Err((id, e)) = launch(s, c, id).await {
-            not_run(s, c, &id, e);
+        if restart(s, c, id).await.is_err() {
             // Nothing else would end a pod whose container cannot start again.
             s.request_stop(s.grace(), StopReason::CannotRun);
             return code;
@@ -317,8 +326,18 @@ async fn run_to_end(s: &Shared, c: &Container, id: &str) -> i64 {
     }
 }
 
+/// Start the ended container `id` of `c` again, with an empty termination message (the
+/// run's message is its own, not the ended run's); the error is what its status says.
+pub(crate) async fn restart(s: &Shared, c: &Container, id: &str) -> Result<(), String> {
+    let term_file = s.pod_dir.join("termination").join(&c.name);
+    if let Err(e) = crate::hostfs::write_file(&term_file, b"", 0o666) {
+        tracing::warn!(container = %c.name, error = %e, "cannot empty the termination message file");
+    }
+    launch(s, c, id).await.map_err(|(id, e)| not_run(s, c, &id, e))
+}
+
 /// Wait for container `id` to stop and record how it ended; returns its exit code.
-async fn wait_exit(s: &Shared, name: &str, id: &str) -> i64 {
+pub(crate) async fn wait_exit(s: &Shared, name: &str, id: &str) -> i64 {
     let opts = WaitContainerOptions {
         condition: "not-running".into(),
     };
@@ -371,7 +390,8 @@ async fn sleep_or_forever(d: Option<Duration>) {
     }
 }
 
-async fn stop_one(s: &Shared, id: &str, grace: Duration) {
+/// Stop container `id`: TERM, then KILL after `grace`.
+pub(crate) async fn stop_one(s: &Shared, id: &str, grace: Duration) {
     let t = i32::try_from(grace.as_secs()).unwrap_or(i32::MAX);
     let opts = StopContainerOptions {
         t: Some(t),
