@@ -119,6 +119,8 @@ pub struct ExecutorEnv {
     /// `ARGO_ARTIFACT_PLUGIN_NAMES`: the artifact-plugin sidecars (`artifact-plugin-<name>`)
     /// that wait or the supervisor stops through their signal files once outputs are saved.
     pub artifact_plugin_containers: Vec<String>,
+    /// [`crate::ready::NATIVE_SIDECAR_ENV`]: this auxiliary container is a sidecar container.
+    pub native_sidecar: bool,
 }
 
 /// Argo's `SplitPluginNames`: a comma-separated list, trimmed, empty entries dropped.
@@ -210,6 +212,7 @@ impl ExecutorEnv {
             artifact_plugin_containers: split_names(opt("ARGO_ARTIFACT_PLUGIN_NAMES").as_deref()),
             argo_version: ArgoVersion::infer(opt),
             layout: crate::ready::PodLayout::from_env(&get),
+            native_sidecar: opt(crate::ready::NATIVE_SIDECAR_ENV).is_some_and(|v| v == "true"),
         })
     }
 }

@@ -47,6 +47,13 @@ pub enum PodLayout {
     Initless,
 }
 
+/// `ARGOEXEC_NATIVE_SIDECAR=true` (argoexec-rs, config-map key `nativeSidecar`): the
+/// auxiliary container (wait or supervisor) is a sidecar container (an init container with
+/// `restartPolicy: Always`), which the kubelet stops with SIGTERM once the app containers have
+/// ended: it then finishes saving within the grace period, and once done it waits for that
+/// SIGTERM instead of exiting (a sidecar that exits early is started again).
+pub const NATIVE_SIDECAR_ENV: &str = "ARGOEXEC_NATIVE_SIDECAR";
+
 impl PodLayout {
     /// The layout a process is in, from `get` (the environment): init-less when
     /// [`INITLESS_POD_ENV`] or [`WAIT_FOR_READY_ENV`] is exactly `true`.

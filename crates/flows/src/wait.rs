@@ -74,8 +74,15 @@ pub async fn post_main<R: RuntimeExecutor, P: OutputReporter>(
         _ = terminate.cancelled() => tracing::warn!("terminated before outputs were announced"),
     }
     let progress = crate::progress::Monitor::start(ctx);
+    // A sidecar container gets SIGTERM only once the app containers have ended (the pod is
+    // finishing or being deleted): it does not stop main then, it finishes (below).
+    let stop_mains = if ctx.env.native_sidecar {
+        CancellationToken::new()
+    } else {
+        terminate.clone()
+    };
     let (exits, stop_message) = {
-        let waiting = wait_for_mains(ctx, runtime, &mains, terminate.clone(), &mut errors);
+        let waiting = wait_for_mains(ctx, runtime, &mains, stop_mains, &mut errors);
         let ticking = async {
             match &progress {
                 Some(m) => m.report_ticks(reporter, ctx.env.progress_patch_tick).await,
@@ -104,23 +111,27 @@ pub async fn post_main<R: RuntimeExecutor, P: OutputReporter>(
     // its grace period, so the capture gets what is left of it minus a reserve for the
     // report, which must land or the workflow stays Running (Argo #12993).
     let capture = capture_outputs(ctx, runtime, &mut outcome, &mut errors, pre_main_failed);
-    if terminate.is_cancelled() {
+    let ended = if ctx.env.native_sidecar {
+        // SIGTERM comes as soon as main has ended: from then on the grace period counts.
+        finish_within_grace(ctx, capture, &terminate).await
+    } else if terminate.is_cancelled() {
         let budget = ctx.env.termination_grace / 2;
         let reserve = (budget / 3).min(Duration::from_secs(10));
-        if tokio::time::timeout(budget.saturating_sub(reserve), capture)
+        tokio::time::timeout(budget.saturating_sub(reserve), capture)
             .await
-            .is_err()
-        {
-            tracing::warn!(
-                ?budget,
-                "output capture cut short to report before the grace period ends"
-            );
-            errors.push(FlowError::Stopped(
-                "outputs not fully captured: wait was terminated and its grace period ran out".into(),
-            ));
-        }
+            .is_ok()
     } else {
         capture.await;
+        true
+    };
+    if !ended {
+        tracing::warn!(
+            grace = ?ctx.env.termination_grace,
+            "output capture cut short to report before the grace period ends"
+        );
+        errors.push(FlowError::Stopped(
+            "outputs not fully captured: wait was terminated and its grace period ran out".into(),
+        ));
     }
     if outcome.message.is_none() {
         outcome.message = errors.first().map(ToString::to_string);
@@ -139,6 +150,25 @@ pub async fn post_main<R: RuntimeExecutor, P: OutputReporter>(
         exits,
         errors,
     }
+}
+
+/// Run `capture` to its end, or, once `terminate` fires, for what is left of the grace period
+/// minus a reserve for the report; whether it ended.
+async fn finish_within_grace(
+    ctx: &StepContext,
+    capture: impl std::future::Future<Output = ()>,
+    terminate: &CancellationToken,
+) -> bool {
+    let mut capture = std::pin::pin!(capture);
+    tokio::select! {
+        () = &mut capture => return true,
+        () = terminate.cancelled() => {}
+    }
+    let grace = ctx.env.termination_grace;
+    let reserve = (grace / 4).min(Duration::from_secs(10));
+    tokio::time::timeout(grace.saturating_sub(reserve), capture)
+        .await
+        .is_ok()
 }
 
 /// Capture the script result, output parameters, artifacts and logs into `outcome`, in

@@ -87,6 +87,11 @@ pub struct ControllerConfig {
     /// `/argo-bin`. Applies to v4.1 pods with the emissary executor only (older controllers
     /// do not know the key).
     pub initless_pod: bool,
+    /// `nativeSidecar.enabled` (argoexec-rs; no Argo controller writes it): the auxiliary
+    /// container (wait, or the init-less supervisor) becomes a sidecar container, the last
+    /// init container with `restartPolicy: Always` (Kubernetes ≥ 1.29), so a pod whose main
+    /// ended is finished by the kubelet even if wait hangs. Emissary pods only.
+    pub native_sidecar: bool,
     /// `artifactDrivers` (Argo v4.0+): the artifact plugins, see [`crate::artifact_drivers`].
     pub artifact_drivers: Vec<crate::artifact_drivers::ArtifactDriver>,
     /// Every other key, kept.
@@ -110,6 +115,7 @@ const KNOWN: &[&str] = &[
     "argoVersion",
     "initlessPod",
     "artifactDrivers",
+    "nativeSidecar",
 ];
 
 fn yaml(text: &str) -> Result<Value, String> {
@@ -287,6 +293,16 @@ impl ControllerConfig {
             c.initless_pod = enabled
                 .as_bool()
                 .ok_or_else(|| invalid("initlessPod.enabled", "must be true or false"))?;
+        }
+        if let Some(v) = take(&mut f, "nativeSidecar") {
+            c.native_sidecar = v
+                .get("enabled")
+                .map(|e| {
+                    e.as_bool()
+                        .ok_or_else(|| invalid("nativeSidecar.enabled", "must be true or false"))
+                })
+                .transpose()?
+                .ok_or_else(|| invalid("nativeSidecar", "must hold a mapping such as `enabled: true`"))?;
         }
         if let Some(v) = take(&mut f, "artifactDrivers") {
             c.artifact_drivers =

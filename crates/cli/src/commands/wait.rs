@@ -1,7 +1,9 @@
 //! `argoexec wait`, and `argoexec supervisor` (the same process around the init-less flow).
 //!
 //! SIGTERM (and SIGINT) cancel the wait, not the process: the flow then stops the main
-//! containers and still captures and reports outputs before exiting.
+//! containers and still captures and reports outputs before exiting. As a sidecar container
+//! (`ARGOEXEC_NATIVE_SIDECAR`) SIGTERM means the app containers have ended: the flow finishes
+//! within the grace period, and a flow that finished first waits for it before exiting.
 //!
 //! Where outputs go: when an API server is configured (`KUBERNETES_SERVICE_HOST` set and the
 //! service-account token present, see [`argoexec_report::InClusterConfig::discover`]) only
@@ -69,6 +71,8 @@ pub fn run_as(args: Args, role: Role) -> i32 {
             let _enter = rt.enter();
             select_reporter(&paths, &ctx.env)?
         };
+        let native = ctx.env.native_sidecar;
+        let held = terminate.clone();
         rt.block_on(async {
             let out = match role {
                 Role::Wait => argoexec_flows::wait::run(&ctx, &runtime, &reporter, terminate).await,
@@ -76,6 +80,12 @@ pub fn run_as(args: Args, role: Role) -> i32 {
                     argoexec_flows::supervisor::run(&ctx, &runtime, &reporter, terminate).await
                 }
             };
+            if native && !held.is_cancelled() {
+                // A sidecar container that exits while the pod runs is started again: stay
+                // until the kubelet's SIGTERM, which comes once the app containers ended.
+                tracing::info!("outputs reported; waiting for the pod's end (sidecar container)");
+                held.cancelled().await;
+            }
             match out.errors.into_iter().next() {
                 None => Ok(0),
                 Some(e) => Err(anyhow::Error::new(e)),

@@ -284,6 +284,9 @@ pub fn build_pod(
     finish_containers(&ctx, &mut pod)?;
     let template_data = offload_template.then_some(tpl_json);
     let config_map = offload::offload(&ctx, &mut pod, template_data)?;
+    if config.native_sidecar && executor == ExecutorKind::Emissary {
+        make_aux_a_sidecar(&ctx, &mut pod);
+    }
     Ok(PodBuild { pod, config_map })
 }
 
@@ -479,6 +482,23 @@ fn finish_containers(ctx: &BuildCtx<'_>, pod: &mut core::Pod) -> Result<(), Buil
         }
     }
     Ok(())
+}
+
+/// `nativeSidecar` (argoexec-rs): the auxiliary container, once finished like the others,
+/// moves to the end of the init containers with `restartPolicy: Always` and
+/// [`argoexec_core::ready::NATIVE_SIDECAR_ENV`]; its `tmp-dir-argo` subPath keeps its index.
+fn make_aux_a_sidecar(ctx: &BuildCtx<'_>, pod: &mut core::Pod) {
+    let aux = initless::aux_name(ctx);
+    let Some(spec) = pod.spec.as_mut() else { return };
+    let Some(i) = spec.containers.iter().position(|c| c.name == aux) else {
+        return;
+    };
+    let mut c = spec.containers.remove(i);
+    c.restart_policy = Some("Always".into());
+    c.env
+        .get_or_insert_with(Vec::new)
+        .push(env::env(argoexec_core::ready::NATIVE_SIDECAR_ENV, "true"));
+    spec.init_containers.get_or_insert_with(Vec::new).push(c);
 }
 
 /// The template's main container(s) as written (names of plain/script mains filled in).

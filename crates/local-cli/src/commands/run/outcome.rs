@@ -77,12 +77,17 @@ pub struct Outcome {
 /// of that name with `ARGO_INITLESS_POD=true`), else `wait`. A user container may be called
 /// `supervisor` in the legacy layout.
 pub fn aux_name(pod: &Pod) -> &'static str {
-    let initless = pod.spec.iter().flat_map(|s| &s.containers).any(|c| {
-        c.name == SUPERVISOR
-            && c.env.iter().flatten().any(|e| {
-                e.name == argoexec_core::ready::INITLESS_POD_ENV && e.value.as_deref() == Some("true")
-            })
-    });
+    // A sidecar-container (`nativeSidecar`) auxiliary is among the init containers.
+    let initless = pod
+        .spec
+        .iter()
+        .flat_map(|s| s.init_containers.iter().flatten().chain(&s.containers))
+        .any(|c| {
+            c.name == SUPERVISOR
+                && c.env.iter().flatten().any(|e| {
+                    e.name == argoexec_core::ready::INITLESS_POD_ENV && e.value.as_deref() == Some("true")
+                })
+        });
     if initless { SUPERVISOR } else { WAIT }
 }
 
@@ -162,7 +167,13 @@ pub fn assess(
         artifact_gc: None,
     };
 
-    for c in status.init_container_statuses.iter().flatten() {
+    // The auxiliary container as a sidecar container is judged with the others below.
+    for c in status
+        .init_container_statuses
+        .iter()
+        .flatten()
+        .filter(|c| c.name != aux)
+    {
         if let Some(t) = term(c).filter(|t| t.exit_code != 0) {
             let m = describe(c).unwrap_or_default();
             return done(
@@ -205,7 +216,8 @@ pub fn assess(
             return done(Phase::Failed, Some(m));
         }
     }
-    for c in statuses().filter(|c| is_aux(c)) {
+    let aux_status = status.init_container_statuses.iter().flatten().chain(statuses());
+    for c in aux_status.filter(|c| is_aux(c)) {
         if term(c).is_some_and(|t| t.exit_code != 0) {
             return done(Phase::Error, describe(c).or(reported));
         }

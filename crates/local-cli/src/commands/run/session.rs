@@ -197,9 +197,11 @@ impl Session {
     pub async fn wait_exited(&self) {
         let mut rx = self.status.clone();
         let exited = |s: &PodStatus| {
+            // A sidecar-container auxiliary (`nativeSidecar`) is among the init containers.
             s.container_statuses
                 .iter()
                 .flatten()
+                .chain(s.init_container_statuses.iter().flatten())
                 .any(|c| c.name == self.aux && c.state.as_ref().is_some_and(|st| st.terminated.is_some()))
         };
         if rx.wait_for(exited).await.is_err() {
