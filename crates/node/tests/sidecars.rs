@@ -92,3 +92,27 @@ spec:
         .unwrap();
     assert_eq!(last.exit_code, 3);
 }
+
+/// A sidecar that ignores SIGTERM does not keep the pod: it is killed after the grace period
+/// and the pod's phase is still the app containers'.
+#[tokio::test]
+async fn a_sidecar_that_ignores_term_is_killed_after_the_grace_period() {
+    if !docker_ready() {
+        return;
+    }
+    let state = tempfile::tempdir().unwrap();
+    let node = node("sidecar-hang", state.path()).await;
+    let p = pod(r#"
+metadata: {name: sc3}
+spec:
+  terminationGracePeriodSeconds: 1
+  initContainers:
+    - {name: stuck, image: busybox, restartPolicy: Always, command: [sh, -c, 'trap "" TERM; while true; do sleep 0.05; done']}
+  containers:
+    - {name: main, image: busybox, command: [sh, -c, 'exit 0']}
+"#);
+    let run = node.start_pod(p).await.unwrap();
+    let s = finish(&node, run, state.path()).await;
+    assert_eq!(s.phase.as_deref(), Some("Succeeded"), "{s:?}");
+    assert_eq!(terminated(&s, "stuck").0, 137, "{s:?}");
+}
