@@ -2,20 +2,21 @@
 //! subprotocol negotiation by client preference, the greeting frame, `[channel][data]`
 //! frames (base64 text frames for the `base64.*` protocols), stdin EOF by `[255, 0]` in
 //! v5 only, resize on channel 4, and the final status on channel 3 in the exact shapes
-//! client-go parses, then a normal close. The command runs as a Docker exec.
+//! client-go parses, then a normal close. The command runs through the node's container
+//! runtime ([`argoexec_node::runtime::ContainerRuntime::exec`]), handed to the session as an
+//! [`ExecStart`]; nothing here knows which runtime it is.
 
+pub use argoexec_node::runtime::Input;
+use argoexec_node::runtime::{ExecEnd, ExecHandle, ExecRequest, OutputStream, RuntimeError};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use bollard::Docker;
-use bollard::container::LogOutput;
-use bollard::exec::{CreateExecOptions, StartExecOptions, StartExecResults};
 use bytes::Bytes;
+use futures::future::BoxFuture;
 use futures::{SinkExt, StreamExt};
 use http::{HeaderValue, Response, StatusCode, header};
 use http_body_util::BodyExt;
 use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
-use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
@@ -63,7 +64,8 @@ pub fn negotiate(req: &Req) -> Option<Option<Protocol>> {
     negotiate_headers(req.headers())
 }
 
-fn negotiate_headers(headers: &http::HeaderMap) -> Option<Option<Protocol>> {
+/// [`negotiate`] on the request's headers.
+pub fn negotiate_headers(headers: &http::HeaderMap) -> Option<Option<Protocol>> {
     let offered: Vec<String> = headers
         .get_all(header::SEC_WEBSOCKET_PROTOCOL)
         .iter()
@@ -105,7 +107,7 @@ pub fn switching(req: &Req, proto: Option<Protocol>) -> Resp {
 /// What to run.
 #[derive(Debug, Clone, Default)]
 pub struct ExecSpec {
-    /// The Docker container.
+    /// The runtime's container ID.
     pub container_id: String,
     /// argv.
     pub command: Vec<String>,
@@ -119,8 +121,25 @@ pub struct ExecSpec {
     pub tty: bool,
 }
 
+impl ExecSpec {
+    /// The runtime's request for this exec.
+    pub fn request(&self) -> ExecRequest {
+        ExecRequest {
+            command: self.command.clone(),
+            stdin: self.stdin,
+            stdout: self.stdout,
+            stderr: self.stderr,
+            tty: self.tty,
+        }
+    }
+}
+
 /// A status sent on channel 3 instead of running anything (e.g. container not running).
 pub type PreError = Value;
+
+/// Starts the process when first polled (a session that answers with a [`PreError`] never
+/// polls it): the runtime's `exec`, or a test's fake.
+pub type ExecStart = BoxFuture<'static, Result<ExecHandle, RuntimeError>>;
 
 /// The InternalError status shape (`code: 500`), without kind/apiVersion.
 pub fn internal_status(msg: &str) -> Value {
@@ -133,7 +152,7 @@ pub fn internal_status(msg: &str) -> Value {
 pub async fn session(
     req: Req,
     proto: Option<Protocol>,
-    docker: Docker,
+    start: ExecStart,
     spec: ExecSpec,
     pre: Option<PreError>,
     drop_status: bool,
@@ -145,7 +164,21 @@ pub async fn session(
             return;
         }
     };
-    let ws = WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, None).await;
+    serve(TokioIo::new(upgraded), proto, start, spec, pre, drop_status).await;
+}
+
+/// The session on an upgraded byte stream (the WebSocket server side).
+pub async fn serve<S>(
+    io: S,
+    proto: Option<Protocol>,
+    start: ExecStart,
+    spec: ExecSpec,
+    pre: Option<PreError>,
+    drop_status: bool,
+) where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send,
+{
+    let ws = WebSocketStream::from_raw_socket(io, Role::Server, None).await;
     let p = proto.unwrap_or(Protocol::of("channel.k8s.io"));
     let (mut tx, mut rx) = ws.split();
     let frame = |ch: u8, data: &[u8]| -> Message {
@@ -173,7 +206,7 @@ pub async fn session(
     }
     let status = match pre {
         Some(s) => Some(s),
-        None => pump(&docker, &spec, p, &mut tx, &mut rx, &frame).await,
+        None => pump(start, &spec, p, &mut tx, &mut rx, &frame).await,
     };
     if drop_status {
         tracing::warn!(command = ?spec.command, "fault: the exec closes without its status");
@@ -203,21 +236,21 @@ pub async fn session(
     .await;
 }
 
-type Tx = futures::stream::SplitSink<WebSocketStream<TokioIo<hyper::upgrade::Upgraded>>, Message>;
-type Rx = futures::stream::SplitStream<WebSocketStream<TokioIo<hyper::upgrade::Upgraded>>>;
-
 /// Bridge the WebSocket and the process; returns the status to send (`None`: the client left).
-async fn pump(
-    docker: &Docker,
+async fn pump<S>(
+    start: ExecStart,
     spec: &ExecSpec,
     p: Protocol,
-    tx: &mut Tx,
-    rx: &mut Rx,
+    tx: &mut futures::stream::SplitSink<WebSocketStream<S>, Message>,
+    rx: &mut futures::stream::SplitStream<WebSocketStream<S>>,
     frame: &impl Fn(u8, &[u8]) -> Message,
-) -> Option<Value> {
+) -> Option<Value>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
     let (out_tx, mut out_rx) = mpsc::channel::<(u8, Bytes)>(16);
     let (in_tx, in_rx) = mpsc::channel::<Input>(16);
-    let proc = tokio::spawn(run_process(docker.clone(), spec.clone(), out_tx, in_rx));
+    let proc = tokio::spawn(run_process(start, spec.command.clone(), out_tx, in_rx));
     let mut input_open = true;
     loop {
         tokio::select! {
@@ -304,112 +337,47 @@ pub fn decode_client_message(p: Protocol, m: &Message) -> ClientMessage {
     })
 }
 
-/// What a client sends to a running exec.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Input {
-    /// Bytes for stdin.
-    Stdin(Bytes),
-    /// End of stdin.
-    Eof,
-    /// A TTY resize (width, height).
-    Resize(u16, u16),
-}
-
-/// Run `spec` as a Docker exec: output chunks go to `out` as `(1|2, data)`, `input` feeds
-/// stdin and resizes. Returns the channel-3 status once the output has ended.
+/// Start the process and bridge it: output chunks go to `out` as `(1|2, data)`, `input`
+/// feeds stdin and resizes. Returns the channel-3 status once the output has ended.
 pub async fn run_process(
-    docker: Docker,
-    spec: ExecSpec,
+    start: ExecStart,
+    command: Vec<String>,
     out: mpsc::Sender<(u8, Bytes)>,
     mut input: mpsc::Receiver<Input>,
 ) -> Value {
-    let create = CreateExecOptions {
-        attach_stdin: Some(spec.stdin),
-        attach_stdout: Some(spec.stdout),
-        attach_stderr: Some(spec.stderr),
-        tty: Some(spec.tty),
-        cmd: Some(spec.command.clone()),
-        ..Default::default()
+    let not_run = |m: &str| internal_status(&format!("error executing command in container: {m}"));
+    let mut h = match start.await {
+        Ok(h) => h,
+        Err(e) => return not_run(&e.engine_message()),
     };
-    let id = match docker.create_exec(&spec.container_id, create).await {
-        Ok(r) => r.id,
-        Err(e) => return internal_status(&format!("error executing command in container: {e}")),
-    };
-    let start = StartExecOptions {
-        detach: false,
-        tty: spec.tty,
-        output_capacity: None,
-    };
-    let (mut output, mut stdin) = match docker.start_exec(&id, Some(start)).await {
-        Ok(StartExecResults::Attached { output, input }) => (output, Some(input)),
-        Ok(StartExecResults::Detached) => return internal_status("exec started detached"),
-        Err(e) => return internal_status(&format!("error executing command in container: {e}")),
-    };
-    if !spec.stdin
-        && let Some(mut i) = stdin.take()
-    {
-        let _ = i.shutdown().await;
-    }
-    let mut first = true;
-    let mut start_error = None;
     let mut input_open = true;
     loop {
         tokio::select! {
-            o = output.next() => match o {
+            o = h.output.recv() => match o {
                 None => break,
-                Some(Err(e)) => {
-                    tracing::debug!(error = %e, "exec output ended with an error");
-                    break;
-                }
-                Some(Ok(o)) => {
-                    let (ch, msg): (u8, Bytes) = match o {
-                        LogOutput::StdOut { message } | LogOutput::Console { message } => (1, message),
-                        LogOutput::StdErr { message } => (2, message),
-                        LogOutput::StdIn { .. } => continue,
+                Some((stream, data)) => {
+                    let ch = match stream {
+                        OutputStream::Stdout => 1,
+                        OutputStream::Stderr => 2,
                     };
-                    if first && msg.starts_with(b"OCI runtime exec failed") {
-                        start_error = Some(String::from_utf8_lossy(&msg).trim().to_string());
-                        first = false;
-                        continue;
-                    }
-                    first = false;
-                    let wanted = (ch == 1 && spec.stdout) || (ch == 2 && spec.stderr);
-                    if wanted && out.send((ch, msg)).await.is_err() {
+                    if out.send((ch, data)).await.is_err() {
                         break;
                     }
                 }
             },
             i = input.recv(), if input_open => match i {
                 None => input_open = false,
-                Some(Input::Stdin(b)) => {
-                    if let Some(s) = stdin.as_mut()
-                        && s.write_all(&b).await.is_err()
-                    {
-                        stdin = None;
-                    }
-                }
-                Some(Input::Eof) => {
-                    if let Some(mut s) = stdin.take() {
-                        let _ = s.shutdown().await;
-                    }
-                }
-                Some(Input::Resize(w, h)) => {
-                    let o = bollard::query_parameters::ResizeExecOptions { h: i32::from(h), w: i32::from(w) };
-                    let _ = docker.resize_exec(&id, o).await;
+                Some(i) => {
+                    let _ = h.input.send(i).await;
                 }
             },
         }
     }
-    if let Some(e) = start_error {
-        return internal_status(&format!("error executing command in container: {e}"));
+    match h.end.await {
+        Ok(ExecEnd::Exited(code)) => exit_status(&command, code),
+        Ok(ExecEnd::NotStarted(m)) => not_run(&m),
+        Err(_) => internal_status("the exec ended without an exit status"),
     }
-    let code = docker
-        .inspect_exec(&id)
-        .await
-        .ok()
-        .and_then(|i| i.exit_code)
-        .unwrap_or(-1);
-    exit_status(&spec.command, code)
 }
 
 /// The channel-3 status for an exit code (success or `NonZeroExitCode`).

@@ -285,7 +285,7 @@ impl Kubelet {
         Ok(streaming(
             200,
             "text/plain",
-            logs::stream(self.pods.docker(), &id, &opts),
+            logs::stream(self.pods.runtime().as_ref(), &id, &opts),
         ))
     }
 
@@ -336,7 +336,7 @@ impl Kubelet {
             container_id: id,
             ..spec
         };
-        let docker = self.pods.docker().clone();
+        let start = self.pods.runtime().exec(&spec.container_id, spec.request());
         if crate::spdy::is_spdy(&req) {
             if !crate::spdy::offers_v4(&req) {
                 return Err(KubeletError::new(
@@ -344,7 +344,7 @@ impl Kubelet {
                     "unable to upgrade: no common stream protocol",
                 ));
             }
-            tokio::spawn(crate::spdy::session(req, docker, spec, None));
+            tokio::spawn(crate::spdy::session(req, start, spec, None));
             return Ok(crate::spdy::switching());
         }
         if !is_websocket(&req) {
@@ -355,7 +355,7 @@ impl Kubelet {
         };
         let resp = exec::switching(&req, proto);
         let silent = self.faults.drop_exec_status();
-        tokio::spawn(exec::session(req, proto, docker, spec, None, silent));
+        tokio::spawn(exec::session(req, proto, start, spec, None, silent));
         Ok(resp)
     }
 }

@@ -1,11 +1,9 @@
 //! Container logs with `PodLogOptions` (k8s-wire-protocols §1.4, §2.4): the kubelet's
-//! state validation messages, then Docker's log stream (stdout and stderr interleaved as
-//! written) with `follow`, `tailLines`, `sinceSeconds`/`sinceTime`, `timestamps` and
+//! state validation messages, then the runtime's log stream (stdout and stderr interleaved
+//! as written) with `follow`, `tailLines`, `sinceSeconds`/`sinceTime`, `timestamps` and
 //! `limitBytes` applied. `previous` has nothing to show: local pods never restart.
 
-use bollard::Docker;
-use bollard::container::LogOutput;
-use bollard::query_parameters::LogsOptionsBuilder;
+use argoexec_node::runtime::{ContainerRuntime, LogRequest};
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
 use serde_json::Value;
@@ -154,9 +152,9 @@ pub fn validate(pod: &Value, container: &str, previous: bool) -> Result<String, 
     }
 }
 
-/// The log stream of Docker container `id` under `opts`.
+/// The log stream of container `id` under `opts`.
 pub fn stream(
-    docker: &Docker,
+    runtime: &dyn ContainerRuntime,
     id: &str,
     opts: &LogOptions,
 ) -> impl Stream<Item = Result<Bytes, std::io::Error>> + Send + Sync + use<> {
@@ -164,35 +162,22 @@ pub fn stream(
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
         .unwrap_or(0);
-    let since = opts
-        .since_time
-        .or(opts.since_seconds.map(|s| now - s))
-        .and_then(|s| i32::try_from(s).ok())
-        .unwrap_or(0);
-    let tail = opts
-        .tail_lines
-        .map(|n| n.to_string())
-        .unwrap_or_else(|| "all".into());
-    let o = LogsOptionsBuilder::new()
-        .follow(opts.follow)
-        .stdout(true)
-        .stderr(true)
-        .since(since)
-        .timestamps(opts.timestamps)
-        .tail(&tail)
-        .build();
-    let mut left = opts.limit_bytes.map(|b| usize::try_from(b).unwrap_or(usize::MAX));
-    let s = docker.logs(id, Some(o)).filter_map(|r| async move {
-        match r {
-            Ok(
-                LogOutput::StdOut { message }
-                | LogOutput::StdErr { message }
-                | LogOutput::Console { message },
-            ) => Some(Ok(message)),
-            Ok(LogOutput::StdIn { .. }) => None,
-            Err(e) => Some(Err(std::io::Error::other(e.to_string()))),
-        }
-    });
+    let request = LogRequest {
+        follow: opts.follow,
+        since: opts.since_time.or(opts.since_seconds.map(|s| now - s)),
+        timestamps: opts.timestamps,
+        tail: opts.tail_lines,
+    };
+    limited(runtime.logs(id, request), opts.limit_bytes)
+}
+
+/// `s` cut after `limit` bytes (`limitBytes`), as a `Sync` stream (hyper needs `Sync`
+/// bodies).
+fn limited(
+    s: futures::stream::BoxStream<'static, Result<Bytes, std::io::Error>>,
+    limit: Option<i64>,
+) -> impl Stream<Item = Result<Bytes, std::io::Error>> + Send + Sync + use<> {
+    let mut left = limit.map(|b| usize::try_from(b).unwrap_or(usize::MAX));
     // `limitBytes`: cut the chunk that crosses the limit, then end.
     let s = s.scan((), move |(), item| {
         let out = match (item, left.as_mut()) {
@@ -208,7 +193,7 @@ pub fn stream(
         };
         futures::future::ready(Some(out))
     });
-    // A sync wrapper: hyper needs `Sync` bodies and bollard's stream is only `Send`.
+    // A sync wrapper: hyper needs `Sync` bodies and the runtime's stream is only `Send`.
     SyncStream(std::sync::Mutex::new(Box::pin(s)))
 }
 
@@ -249,6 +234,18 @@ mod tests {
         assert_eq!(LogOptions::parse(&q("limitBytes=0")).unwrap_err().code, 422);
         assert_eq!(LogOptions::parse(&q("tailLines=x")).unwrap_err().code, 400);
         assert!(!LogOptions::parse(&q("follow=false")).unwrap().follow);
+    }
+
+    /// `limitBytes` cuts the chunk that crosses the limit and ends the stream there, over
+    /// any runtime's stream.
+    #[tokio::test]
+    async fn limit_bytes_cuts_the_crossing_chunk_and_ends() {
+        let chunks = ["abc", "defg", "hij"].map(|c| Ok(Bytes::from_static(c.as_bytes())));
+        let s = futures::stream::iter(chunks).boxed();
+        let out: Vec<Bytes> = limited(s, Some(5)).map(Result::unwrap).collect().await;
+        assert_eq!(out, [Bytes::from_static(b"abc"), Bytes::from_static(b"de")]);
+        let s = futures::stream::iter([Ok(Bytes::from_static(b"all"))]).boxed();
+        assert_eq!(limited(s, None).count().await, 1);
     }
 
     #[test]

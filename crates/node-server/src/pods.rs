@@ -108,9 +108,9 @@ impl Pods {
         &self.node.config().node_name
     }
 
-    /// The Docker client.
-    pub fn docker(&self) -> &bollard::Docker {
-        self.node.docker()
+    /// The node's container runtime (logs and exec).
+    pub fn runtime(&self) -> &std::sync::Arc<dyn argoexec_node::runtime::ContainerRuntime> {
+        self.node.runtime()
     }
 
     /// Validate, default, store and start a pod from its JSON body.
@@ -371,14 +371,14 @@ impl Pods {
         })
     }
 
-    /// The Docker ID of a container of a running (or finished) pod.
+    /// The runtime's ID of a container of a running (or finished) pod.
     pub async fn container_id(&self, uid: &str, container: &str) -> Option<String> {
         let entry = self.lock().get(uid).cloned()?;
         let g = entry.run.lock().await;
         g.as_ref()?.container_id(container)
     }
 
-    /// The Docker IDs of every container of the pod with `uid` (pause first).
+    /// The runtime's IDs of every container of the pod with `uid` (pause first).
     pub async fn container_ids(&self, uid: &str) -> Vec<String> {
         let Some(entry) = self.lock().get(uid).cloned() else {
             return Vec::new();

@@ -286,7 +286,7 @@ impl NodeServer {
         self.api.pods.delete(ns, name, grace).map(|_| ())
     }
 
-    /// The Docker IDs of a pod's containers (pause first).
+    /// The runtime's IDs of a pod's containers (pause first).
     pub async fn container_ids(&self, ns: &str, name: &str) -> Vec<String> {
         let Some(p) = self.get_pod(ns, name) else {
             return Vec::new();
@@ -295,7 +295,7 @@ impl NodeServer {
         self.api.pods.container_ids(uid).await
     }
 
-    /// Every container's log (stdout and stderr as Docker interleaved them), by container
+    /// Every container's log (stdout and stderr as the runtime interleaved them), by container
     /// name, init containers first; containers that never ran are left out.
     pub async fn container_logs(&self, ns: &str, name: &str) -> Vec<(String, Vec<u8>)> {
         use futures::StreamExt;
@@ -314,7 +314,11 @@ impl NodeServer {
             let Some(id) = self.api.pods.container_id(&uid, &c).await else {
                 continue;
             };
-            let mut s = crate::logs::stream(self.api.pods.docker(), &id, &crate::logs::LogOptions::default());
+            let mut s = crate::logs::stream(
+                self.api.pods.runtime().as_ref(),
+                &id,
+                &crate::logs::LogOptions::default(),
+            );
             let mut log = Vec::new();
             while let Some(Ok(b)) = s.next().await {
                 log.extend_from_slice(&b);

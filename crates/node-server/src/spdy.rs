@@ -22,7 +22,7 @@ use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 
-use crate::exec::{ExecSpec, Input, internal_status, resize_of, run_process};
+use crate::exec::{ExecSpec, ExecStart, Input, internal_status, resize_of, run_process};
 use crate::http::{Req, Resp};
 
 /// The only SPDY stream protocol served.
@@ -119,7 +119,7 @@ fn empty_headers(first: bool) -> Vec<u8> {
 const MAX_DATA: usize = 32 * 1024;
 
 /// Run one exec session over an upgraded SPDY connection.
-pub async fn session(req: Req, docker: bollard::Docker, spec: ExecSpec, pre: Option<Value>) {
+pub async fn session(req: Req, start: ExecStart, spec: ExecSpec, pre: Option<Value>) {
     let upgraded = match hyper::upgrade::on(req).await {
         Ok(u) => u,
         Err(e) => {
@@ -143,6 +143,7 @@ pub async fn session(req: Req, docker: bollard::Docker, spec: ExecSpec, pre: Opt
     let (in_tx, in_rx) = mpsc::channel::<Input>(16);
     let (out_tx, mut out_rx) = mpsc::channel::<(u8, Bytes)>(16);
     let mut in_rx = Some(in_rx);
+    let mut start = Some(start);
     let mut out_tx = Some(out_tx);
     let mut proc: Option<tokio::task::JoinHandle<Value>> = None;
     let mut status: Option<Value> = None;
@@ -172,8 +173,8 @@ pub async fn session(req: Req, docker: bollard::Docker, spec: ExecSpec, pre: Opt
                             match &pre {
                                 Some(s) => status = Some(s.clone()),
                                 None => {
-                                    if let (Some(rx), Some(tx)) = (in_rx.take(), out_tx.take()) {
-                                        proc = Some(tokio::spawn(run_process(docker.clone(), spec.clone(), tx, rx)));
+                                    if let (Some(rx), Some(tx), Some(start)) = (in_rx.take(), out_tx.take(), start.take()) {
+                                        proc = Some(tokio::spawn(run_process(start, spec.command.clone(), tx, rx)));
                                     }
                                 }
                             }

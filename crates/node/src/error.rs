@@ -4,20 +4,22 @@
 /// A local-node failure.
 #[derive(Debug, thiserror::Error)]
 pub enum NodeError {
-    /// The Docker Engine did not answer.
+    /// The container runtime did not answer.
     #[error(
-        "local node: cannot reach the Docker Engine at {socket}: {source}; start it with `bash scripts/setup.sh`"
+        "local node: cannot reach {runtime} at {socket}: {source}; start it with `bash scripts/setup.sh`"
     )]
     Connect {
+        /// The runtime, e.g. "the Docker Engine".
+        runtime: &'static str,
         /// The socket tried.
         socket: String,
         /// Why.
         #[source]
-        source: bollard::errors::Error,
+        source: crate::runtime::RuntimeError,
     },
     /// An image a container needs is not present (no registry is reachable from the node).
     #[error(
-        "container {container:?}: image {image:?} is not present on the local Docker Engine and no registry is reachable; build it (scripts/images.sh builds busybox:latest and argoexec:dev) or use a local image"
+        "container {container:?}: image {image:?} is not present in the local node's container runtime and no registry is reachable; build it (scripts/images.sh builds busybox:latest and argoexec:dev) or use a local image"
     )]
     ImageMissing {
         /// The container.
@@ -67,17 +69,9 @@ pub enum NodeError {
     /// cannot be verified): the kubelet's `CreateContainerConfigError`.
     #[error(transparent)]
     NonRoot(#[from] crate::nonroot::NonRootError),
-    /// A Docker Engine call failed.
-    #[error("local node: docker {action} for {subject}: {source}")]
-    Docker {
-        /// The call, e.g. "create container".
-        action: &'static str,
-        /// The pod/container concerned.
-        subject: String,
-        /// The Engine's error.
-        #[source]
-        source: bollard::errors::Error,
-    },
+    /// A container runtime call failed.
+    #[error("local node: {0}")]
+    Runtime(#[from] crate::runtime::RuntimeError),
     /// A host filesystem operation (volumes, termination logs) failed.
     #[error("local node: {action} {path}: {source}")]
     Io {
@@ -92,19 +86,6 @@ pub enum NodeError {
 }
 
 impl NodeError {
-    /// Wrap a Docker error.
-    pub(crate) fn docker(
-        action: &'static str,
-        subject: impl Into<String>,
-        source: bollard::errors::Error,
-    ) -> Self {
-        Self::Docker {
-            action,
-            subject: subject.into(),
-            source,
-        }
-    }
-
     /// Wrap an I/O error.
     pub(crate) fn io(action: &'static str, path: &std::path::Path, source: std::io::Error) -> Self {
         Self::Io {
@@ -113,12 +94,4 @@ impl NodeError {
             source,
         }
     }
-}
-
-/// Whether a Docker error is an HTTP 404 (no such container/image).
-pub(crate) fn is_not_found(e: &bollard::errors::Error) -> bool {
-    matches!(
-        e,
-        bollard::errors::Error::DockerResponseServerError { status_code: 404, .. }
-    )
 }

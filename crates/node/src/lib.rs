@@ -1,5 +1,6 @@
-//! The local node: runs Kubernetes Pod specs on the local Docker Engine the way dockershim
-//! did, so every executor backend can run for real on one machine.
+//! The local node: runs Kubernetes Pod specs on a local container runtime (the Docker
+//! Engine, behind the [`runtime`] seam) the way dockershim did, so every executor backend
+//! can run for real on one machine.
 //!
 //! A pod gets a pause container (`POD`) holding its IPC namespace (and its PID namespace
 //! when `shareProcessNamespace` is set); every container joins it, with host networking so
@@ -31,9 +32,9 @@ mod lifecycle;
 mod node;
 pub mod nonroot;
 pub mod objects;
-mod oom;
 pub mod quantity;
 mod run;
+pub mod runtime;
 mod sidecars;
 pub mod spec;
 mod state;

@@ -6,7 +6,7 @@
 //! container that exits non-zero, init or not, is started again after the kubelet's
 //! back-off (10 s, doubling, at most 5 minutes; waiting `CrashLoopBackOff` meanwhile, its
 //! `restartCount` and `lastState` kept) until it exits 0 or the pod is stopped. A stop request (deletion) or `activeDeadlineSeconds` stops the
-//! running containers with Docker's TERM → grace → KILL, and no further container starts.
+//! running containers with the runtime's TERM → grace → KILL, and no further container starts.
 //!
 //! A container that cannot be created or started ends the pod: its status says why (the
 //! engine's message under `ContainerCannotRun`, or waiting `CreateContainerConfigError` for
@@ -18,13 +18,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use bollard::query_parameters::{StopContainerOptions, WaitContainerOptions};
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 use k8s_openapi::api::core::v1::{Container, PodStatus};
 
 use crate::error::NodeError;
-use crate::spec::{PodContext, create_body, docker_name};
+use crate::runtime::RuntimeError;
+use crate::spec::{PodContext, create_spec};
 use crate::state::{EVICTED_MESSAGE, Shared, StopReason};
 use crate::status::{self, FAILED, RUNNING, SUCCEEDED};
 
@@ -46,9 +46,9 @@ enum NotRun {
     /// The node could not make its create request: a missing ConfigMap or Secret in its env
     /// ([`NodeError::ContainerConfig`]), an unsupported field, host I/O.
     Node(NodeError),
-    /// The engine refused to create or start it (with the exit code Docker recorded).
+    /// The engine refused to create or start it (with the exit code it recorded).
     Engine {
-        source: bollard::errors::Error,
+        source: RuntimeError,
         exit_code: Option<i64>,
     },
 }
@@ -195,7 +195,7 @@ async fn start_containers<'c>(
     (started, failure)
 }
 
-/// Put why `c` did not run into its status (`id`: its Docker ID, if it was created);
+/// Put why `c` did not run into its status (`id`: its runtime ID, if it was created);
 /// returns the message.
 fn not_run(s: &Shared, c: &Container, id: &str, e: NotRun) -> String {
     let (message, exit_code) = match &e {
@@ -210,11 +210,12 @@ fn not_run(s: &Shared, c: &Container, id: &str, e: NotRun) -> String {
             return message;
         }
         NotRun::Node(e) => (e.to_string(), None),
-        NotRun::Engine { source, exit_code } => (engine_message(source), *exit_code),
+        NotRun::Engine { source, exit_code } => (source.engine_message(), *exit_code),
     };
     tracing::debug!(pod = s.pod.metadata.name.as_deref(), container = %c.name, error = %message, "container cannot run");
+    let status_id = s.status_id(id);
     s.status
-        .send_modify(|st| status::set_cannot_run(st, &c.name, id, exit_code, message.clone()));
+        .send_modify(|st| status::set_cannot_run(st, &c.name, &status_id, exit_code, message.clone()));
     message
 }
 
@@ -234,23 +235,14 @@ async fn create(s: &Shared, c: &Container) -> Result<String, (String, NotRun)> {
         termination_file: term_file,
     };
     verify_non_root(s, c).await.map_err(fail)?;
-    let body = create_body(&ctx, c).map_err(fail)?;
-    let opts = bollard::query_parameters::CreateContainerOptions {
-        name: Some(docker_name(&s.pod, &c.name)),
-        ..Default::default()
-    };
-    let id = s
-        .docker
-        .create_container(Some(opts), body)
-        .await
-        .map_err(|source| {
-            let e = NotRun::Engine {
-                source,
-                exit_code: None,
-            };
-            (String::new(), e)
-        })?
-        .id;
+    let spec = create_spec(&ctx, c).map_err(fail)?;
+    let id = s.runtime.create(spec).await.map_err(|source| {
+        let e = NotRun::Engine {
+            source,
+            exit_code: None,
+        };
+        (String::new(), e)
+    })?;
     s.record(&c.name, &id);
     Ok(id)
 }
@@ -262,30 +254,25 @@ async fn verify_non_root(s: &Shared, c: &Container) -> Result<(), NodeError> {
     let pod_sc = s.pod.spec.as_ref().and_then(|p| p.security_context.as_ref());
     if let crate::nonroot::Verdict::NeedsImageUser = crate::nonroot::check_spec(pod_sc, c, pod)? {
         let image = c.image.clone().unwrap_or_default();
-        let inspected = s
-            .docker
-            .inspect_image(&image)
-            .await
-            .map_err(|e| NodeError::docker("inspect image", image, e))?;
-        let user = inspected.config.and_then(|c| c.user).unwrap_or_default();
-        crate::nonroot::check_image_user(&user, c, pod)?;
+        let info = s.runtime.image(&image).await?;
+        let info = info.ok_or_else(|| NodeError::ImageMissing {
+            container: c.name.clone(),
+            image,
+        })?;
+        crate::nonroot::check_image_user(&info.user, c, pod)?;
     }
     Ok(())
 }
 
 /// Start the created container `id` of `c`.
 async fn launch(s: &Shared, c: &Container, id: &str) -> Result<(), (String, NotRun)> {
-    if let Err(source) = s.docker.start_container(id, None).await {
-        let exit_code = s
-            .docker
-            .inspect_container(id, None)
-            .await
-            .ok()
-            .and_then(|i| i.state?.exit_code);
+    if let Err((source, exit_code)) = s.runtime.start(id).await {
         return Err((id.to_string(), NotRun::Engine { source, exit_code }));
     }
     tracing::debug!(pod = s.pod.metadata.name.as_deref(), container = %c.name, %id, "container started");
-    s.status.send_modify(|st| status::set_running(st, &c.name, id));
+    let status_id = s.status_id(id);
+    s.status
+        .send_modify(|st| status::set_running(st, &c.name, &status_id));
     if let Some((grace, _)) = s.stop_request() {
         // The stop raced with this start; the killer may not have seen this container.
         stop_one(s, id, grace).await;
@@ -338,31 +325,16 @@ pub(crate) async fn restart(s: &Shared, c: &Container, id: &str) -> Result<(), S
 
 /// Wait for container `id` to stop and record how it ended; returns its exit code.
 pub(crate) async fn wait_exit(s: &Shared, name: &str, id: &str) -> i64 {
-    let opts = WaitContainerOptions {
-        condition: "not-running".into(),
-    };
-    let code = match s.docker.wait_container(id, Some(opts)).next().await {
-        Some(Ok(r)) => r.status_code,
-        Some(Err(bollard::errors::Error::DockerContainerWaitError { code, .. })) => code,
-        Some(Err(e)) => {
-            tracing::warn!(container = name, error = %e, "waiting for container failed");
-            -1
-        }
-        None => -1,
-    };
-    let mut inspect = s.docker.inspect_container(id, None).await.ok();
-    if let Some(i) = inspect.as_mut().filter(|i| crate::oom::may_be_late(i))
-        && s.stop_request().is_none()
-        && crate::oom::seen(&s.docker, id, i).await
-    {
-        tracing::debug!(container = name, %id, "OOM kill reported by Docker after the exit");
-        if let Some(st) = i.state.as_mut() {
-            st.oom_killed = Some(true);
-        }
+    let mut exit = s.runtime.wait(id).await;
+    if exit.may_be_late_oom() && s.stop_request().is_none() && s.runtime.late_oom(id, &exit).await {
+        tracing::debug!(container = name, %id, "OOM kill reported by the runtime after the exit");
+        exit.oom_killed = true;
     }
+    let code = exit.code;
     let message = status::read_termination_message(&s.pod_dir.join("termination").join(name));
+    let status_id = s.status_id(id);
     s.status
-        .send_modify(|st| status::set_terminated(st, name, id, inspect.as_ref(), message, code as i32));
+        .send_modify(|st| status::set_terminated(st, name, &status_id, Some(&exit), message, -1));
     code
 }
 
@@ -392,20 +364,5 @@ async fn sleep_or_forever(d: Option<Duration>) {
 
 /// Stop container `id`: TERM, then KILL after `grace`.
 pub(crate) async fn stop_one(s: &Shared, id: &str, grace: Duration) {
-    let t = i32::try_from(grace.as_secs()).unwrap_or(i32::MAX);
-    let opts = StopContainerOptions {
-        t: Some(t),
-        signal: None,
-    };
-    if let Err(e) = s.docker.stop_container(id, Some(opts)).await {
-        tracing::debug!(container = %id, error = %e, "stop container");
-    }
-}
-
-/// The Engine's own message, without bollard's "Docker responded with status code" prefix.
-fn engine_message(e: &bollard::errors::Error) -> String {
-    match e {
-        bollard::errors::Error::DockerResponseServerError { message, .. } => message.clone(),
-        other => other.to_string(),
-    }
+    s.runtime.stop(id, grace).await;
 }

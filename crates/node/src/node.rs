@@ -1,4 +1,4 @@
-//! [`LocalNode`]: the entry point. Connects to the Docker Engine and starts pods: checks the
+//! [`LocalNode`]: the entry point. Connects to the container runtime and starts pods: checks the
 //! spec and images before creating anything, assigns the UID, prepares volumes, creates the
 //! pause container that holds the pod's IPC (and PID) namespaces, then hands the pod to its
 //! lifecycle task and returns a [`PodRun`].
@@ -7,16 +7,16 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bollard::query_parameters::{CreateContainerOptions, ListContainersOptions};
-use bollard::{API_DEFAULT_VERSION, Docker};
 use k8s_openapi::api::core::v1::Pod;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::error::{NodeError, is_not_found};
+use crate::error::NodeError;
 use crate::hostfs::make_dir;
 use crate::objects::{ObjectData, ObjectSource, PodObjects, StaticObjects, keys_only};
-use crate::run::{PodRun, remove_containers};
+use crate::run::PodRun;
+use crate::runtime::docker::DockerRuntime;
+use crate::runtime::{ContainerRuntime, SandboxSpec};
 use crate::spec::{LABEL_NODE, docker_name, labels};
 use crate::state::Shared;
 use crate::status;
@@ -76,10 +76,10 @@ impl Default for NodeConfig {
     }
 }
 
-/// A connection to the local Docker Engine that runs pods.
+/// A connection to the container runtime that runs pods.
 #[derive(Debug, Clone)]
 pub struct LocalNode {
-    docker: Docker,
+    runtime: Arc<dyn ContainerRuntime>,
     config: NodeConfig,
     /// `config.secrets`, shared with every pod.
     node_secrets: Arc<std::collections::BTreeMap<String, ObjectData>>,
@@ -91,39 +91,38 @@ impl LocalNode {
     /// # Errors
     /// [`NodeError::Connect`] when the socket does not answer.
     pub async fn connect(config: NodeConfig) -> Result<Self, NodeError> {
-        let socket = config.docker_socket.display().to_string();
-        let err = |source| NodeError::Connect {
-            socket: socket.clone(),
-            source,
-        };
-        let docker = Docker::connect_with_unix(&socket, 120, API_DEFAULT_VERSION).map_err(err)?;
-        let docker = docker.negotiate_version().await.map_err(err)?;
-        docker.ping().await.map_err(err)?;
+        let docker = DockerRuntime::connect(&config.docker_socket)
+            .await
+            .map_err(|source| NodeError::Connect {
+                runtime: "the Docker Engine",
+                socket: config.docker_socket.display().to_string(),
+                source,
+            })?;
         let node_secrets = Arc::new(config.secrets.clone());
         Ok(Self {
-            docker,
+            runtime: Arc::new(docker),
             config,
             node_secrets,
         })
     }
 
-    /// The Docker client (for callers that inspect containers themselves).
-    pub fn docker(&self) -> &Docker {
-        &self.docker
+    /// The container runtime (for the node server's logs and exec).
+    pub fn runtime(&self) -> &Arc<dyn ContainerRuntime> {
+        &self.runtime
     }
 
     /// The `USER` of `image`'s configuration (`""` when it sets none: root), as the kubelet
     /// reads it for `runAsNonRoot`.
     ///
     /// # Errors
-    /// [`NodeError::Docker`] when the image cannot be inspected.
+    /// [`NodeError::ImageMissing`] when the image is not present, [`NodeError::Runtime`]
+    /// when it cannot be inspected.
     pub async fn image_user(&self, image: &str) -> Result<String, NodeError> {
-        let inspected = self
-            .docker
-            .inspect_image(image)
-            .await
-            .map_err(|e| NodeError::docker("inspect image", image.to_string(), e))?;
-        Ok(inspected.config.and_then(|c| c.user).unwrap_or_default())
+        let missing = || NodeError::ImageMissing {
+            container: String::new(),
+            image: image.to_string(),
+        };
+        Ok(self.runtime.image(image).await?.ok_or_else(missing)?.user)
     }
 
     /// The configuration.
@@ -188,7 +187,7 @@ impl LocalNode {
             Ok(id) => id,
             Err((id, e)) => {
                 if let Some(id) = id {
-                    remove_containers(&self.docker, &[id]).await;
+                    self.runtime.remove(&[id]).await;
                 }
                 discard_dir(&pod_dir);
                 return Err(e);
@@ -196,7 +195,7 @@ impl LocalNode {
         };
         let (tx, _) = watch::channel(status::initial(&pod));
         let shared = Arc::new(Shared {
-            docker: self.docker.clone(),
+            runtime: self.runtime.clone(),
             node_name: self.config.node_name.clone(),
             node_label: self.config.node_label.clone(),
             pod,
@@ -264,10 +263,8 @@ impl LocalNode {
         }
         images.push(("POD".into(), self.config.pause_image.clone()));
         for (container, image) in images {
-            match self.docker.inspect_image(&image).await {
-                Ok(_) => {}
-                Err(e) if is_not_found(&e) => return Err(NodeError::ImageMissing { container, image }),
-                Err(e) => return Err(NodeError::docker("inspect image", image, e)),
+            if self.runtime.image(&image).await?.is_none() {
+                return Err(NodeError::ImageMissing { container, image });
             }
         }
         Ok(())
@@ -283,74 +280,46 @@ impl LocalNode {
             let Some(reference) = v.image.as_ref().and_then(|i| i.reference.as_deref()) else {
                 continue;
             };
-            let dir = crate::image_volume::prepare(&self.docker, &self.config.state_dir, &v.name, reference)
-                .await?;
+            let dir = crate::image_volume::prepare(
+                self.runtime.as_ref(),
+                &self.config.state_dir,
+                &v.name,
+                reference,
+            )
+            .await?;
             out.insert(v.name.clone(), dir);
         }
         Ok(out)
     }
 
     async fn create_pause(&self, pod: &Pod) -> Result<String, (Option<String>, NodeError)> {
-        let pod_name = pod.metadata.name.clone().unwrap_or_default();
-        let body = bollard::models::ContainerCreateBody {
-            image: Some(self.config.pause_image.clone()),
-            entrypoint: Some(self.config.pause_command.clone()),
-            cmd: Some(vec![]),
-            labels: Some(labels(pod, &self.config.node_label, "POD")),
-            host_config: Some(bollard::models::HostConfig {
-                network_mode: Some("host".into()),
-                ipc_mode: Some("shareable".into()),
-                ..Default::default()
-            }),
-            ..Default::default()
+        let spec = SandboxSpec {
+            name: docker_name(pod, "POD"),
+            image: self.config.pause_image.clone(),
+            command: self.config.pause_command.clone(),
+            labels: labels(pod, &self.config.node_label, "POD"),
         };
-        let opts = CreateContainerOptions {
-            name: Some(docker_name(pod, "POD")),
-            ..Default::default()
-        };
-        let id = self
-            .docker
-            .create_container(Some(opts), body)
+        self.runtime
+            .run_sandbox(spec)
             .await
-            .map_err(|e| (None, NodeError::docker("create pause container", &pod_name, e)))?
-            .id;
-        self.docker.start_container(&id, None).await.map_err(|e| {
-            (
-                Some(id.clone()),
-                NodeError::docker("start pause container", &pod_name, e),
-            )
-        })?;
-        Ok(id)
+            .map_err(|(id, e)| (id, e.into()))
     }
 
     /// IDs of every container (running or not) that carries this node's label.
     ///
     /// # Errors
-    /// Docker failures.
+    /// Runtime failures.
     pub async fn leftover_containers(&self) -> Result<Vec<String>, NodeError> {
-        let filters = std::collections::HashMap::from([(
-            "label".to_string(),
-            vec![format!("{LABEL_NODE}={}", self.config.node_label)],
-        )]);
-        let list = self
-            .docker
-            .list_containers(Some(ListContainersOptions {
-                all: true,
-                filters: Some(filters),
-                ..Default::default()
-            }))
-            .await
-            .map_err(|e| NodeError::docker("list containers", &self.config.node_label, e))?;
-        Ok(list.into_iter().filter_map(|c| c.id).collect())
+        Ok(self.runtime.list(LABEL_NODE, &self.config.node_label).await?)
     }
 
     /// Remove every container carrying this node's label (a crashed run's leftovers).
     ///
     /// # Errors
-    /// Docker failures while listing.
+    /// Runtime failures while listing.
     pub async fn sweep(&self) -> Result<usize, NodeError> {
         let ids = self.leftover_containers().await?;
-        remove_containers(&self.docker, &ids).await;
+        self.runtime.remove(&ids).await;
         Ok(ids.len())
     }
 }

@@ -7,13 +7,11 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bollard::Docker;
-use bollard::query_parameters::RemoveContainerOptions;
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::error::{NodeError, is_not_found};
+use crate::error::NodeError;
 use crate::lifecycle;
 use crate::state::{Shared, StopReason};
 use crate::status::is_terminal;
@@ -73,20 +71,13 @@ impl PodRun {
     /// Send `signal` (e.g. `KILL`) to the PID 1 of container `name` (fault injection).
     ///
     /// # Errors
-    /// `Invalid` when the container was never created; Docker's refusal (not running).
+    /// `Invalid` when the container was never created; the runtime's refusal (not running).
     pub async fn signal(&self, name: &str, signal: &str) -> Result<(), NodeError> {
         let id = self.container_id(name).ok_or_else(|| NodeError::Invalid {
             pod: self.shared.pod.metadata.name.clone().unwrap_or_default(),
             message: format!("no container {name:?}"),
         })?;
-        let opts = bollard::query_parameters::KillContainerOptions {
-            signal: signal.to_string(),
-        };
-        self.shared
-            .docker
-            .kill_container(&id, Some(opts))
-            .await
-            .map_err(|e| NodeError::docker("kill container", name, e))
+        Ok(self.shared.runtime.signal(&id, signal).await?)
     }
 
     /// The host directory backing volume `name`.
@@ -94,7 +85,7 @@ impl PodRun {
         self.shared.volumes.get(name).map(|v| v.path.as_path())
     }
 
-    /// The Docker ID of container `name` (`POD` for the pause container).
+    /// The runtime's ID of container `name` (`POD` for the pause container).
     pub fn container_id(&self, name: &str) -> Option<String> {
         let ids = self.shared.ids.lock().unwrap_or_else(|p| p.into_inner());
         ids.iter()
@@ -103,7 +94,7 @@ impl PodRun {
             .map(|(_, id)| id.clone())
     }
 
-    /// The Docker IDs of every container the node created for this pod, pause first.
+    /// The runtime's IDs of every container the node created for this pod, pause first.
     pub fn container_ids(&self) -> Vec<String> {
         let ids = self.shared.ids.lock().unwrap_or_else(|p| p.into_inner());
         ids.iter().map(|(_, id)| id.clone()).collect()
@@ -126,7 +117,7 @@ impl PodRun {
             let ids = self.shared.ids.lock().unwrap_or_else(|p| p.into_inner());
             ids.iter().map(|(_, id)| id.clone()).collect()
         };
-        remove_containers(&self.shared.docker, &ids).await;
+        self.shared.runtime.remove(&ids).await;
         crate::tmpfs::unmount_below(&self.shared.pod_dir);
         match std::fs::remove_dir_all(&self.shared.pod_dir) {
             Ok(()) => Ok(()),
@@ -146,24 +137,4 @@ impl Drop for PodRun {
             );
         }
     }
-}
-
-/// Force-remove containers (and their anonymous volumes), ignoring ones already gone.
-pub(crate) async fn remove_containers(docker: &Docker, ids: &[String]) {
-    let opts = RemoveContainerOptions {
-        force: true,
-        v: true,
-        ..Default::default()
-    };
-    let removals = ids.iter().map(|id| {
-        let opts = opts.clone();
-        async move {
-            match docker.remove_container(id, Some(opts)).await {
-                Ok(()) => {}
-                Err(e) if is_not_found(&e) => {}
-                Err(e) => tracing::warn!(container = %id, error = %e, "could not remove container"),
-            }
-        }
-    });
-    futures::future::join_all(removals).await;
 }

@@ -1,5 +1,5 @@
-//! Turning one Kubernetes container of a pod into a Docker create request, as dockershim
-//! did: `command` → Entrypoint and `args` → Cmd (so an explicit command drops the image's
+//! Turning one Kubernetes container of a pod into the runtime's create request
+//! ([`ContainerSpec`]), as dockershim did: `command` → Entrypoint and `args` → Cmd (so an explicit command drops the image's
 //! Cmd), env resolved by [`crate::env`] and `$(VAR)` references expanded, container names and
 //! labels, volume mounts as bind mounts (subPath directories created like the kubelet does), the
 //! termination-message file, securityContext user/capabilities/privileged/read-only root,
@@ -9,7 +9,6 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use bollard::models::{ContainerCreateBody, HostConfig, Mount, MountType};
 use k8s_openapi::api::core::v1::{Container, Pod};
 
 use crate::error::NodeError;
@@ -17,6 +16,7 @@ use crate::expand::expand;
 use crate::hostfs::{make_dir, safe_relative};
 use crate::objects::PodObjects;
 use crate::quantity::{cpu_nanos, memory_bytes};
+use crate::runtime::{BindMount, ContainerSpec};
 use crate::volumes::HostVolume;
 
 /// Label keys dockershim put on containers (what Argo's docker executor looks up).
@@ -41,7 +41,7 @@ pub(crate) struct PodContext<'a> {
     pub node_name: &'a str,
     /// The node's label value.
     pub node_label: &'a str,
-    /// The pause container's ID.
+    /// The sandbox's (pause container's) ID.
     pub pause_id: &'a str,
     /// Prepared volumes by name.
     pub volumes: &'a HashMap<String, HostVolume>,
@@ -78,12 +78,12 @@ pub fn labels(pod: &Pod, node_label: &str, name: &str) -> HashMap<String, String
     ])
 }
 
-/// The Docker create body for container `c`.
+/// The runtime's create request for container `c`.
 ///
 /// # Errors
 /// Env refs to missing ConfigMaps/Secrets ([`NodeError::ContainerConfig`]), unsupported
 /// env sources, unknown volumes, host I/O failures.
-pub(crate) fn create_body(ctx: &PodContext<'_>, c: &Container) -> Result<ContainerCreateBody, NodeError> {
+pub(crate) fn create_spec(ctx: &PodContext<'_>, c: &Container) -> Result<ContainerSpec, NodeError> {
     let pod = ctx.pod;
     let pod_name = pod.metadata.name.clone().unwrap_or_default();
     let env = crate::env::resolve(ctx, c)?;
@@ -123,34 +123,30 @@ pub(crate) fn create_body(ctx: &PodContext<'_>, c: &Container) -> Result<Contain
         .unwrap_or_else(|| DEFAULT_TERMINATION_PATH.into());
     mounts.push(bind(&ctx.termination_file, &term_path, false));
 
-    Ok(ContainerCreateBody {
-        image: c.image.clone(),
+    Ok(ContainerSpec {
+        name: docker_name(pod, &c.name),
+        image: c.image.clone().unwrap_or_default(),
         entrypoint: expand_all(&c.command),
         cmd: expand_all(&c.args),
-        env: Some(env.iter().map(|(k, v)| format!("{k}={v}")).collect()),
+        env,
         working_dir: c.working_dir.clone(),
         user,
-        tty: c.tty,
-        open_stdin: c.stdin,
-        labels: Some(labels(pod, ctx.node_label, &c.name)),
-        host_config: Some(HostConfig {
-            network_mode: Some("host".into()),
-            ipc_mode: Some(format!("container:{}", ctx.pause_id)),
-            pid_mode: share_pid.then(|| format!("container:{}", ctx.pause_id)),
-            privileged: sc.and_then(|s| s.privileged),
-            cap_add: caps.and_then(|c| c.add.clone()),
-            cap_drop: caps.and_then(|c| c.drop.clone()),
-            readonly_rootfs: sc.and_then(|s| s.read_only_root_filesystem),
-            memory,
-            nano_cpus,
-            mounts: Some(mounts),
-            ..Default::default()
-        }),
-        ..Default::default()
+        tty: c.tty.unwrap_or(false),
+        stdin: c.stdin.unwrap_or(false),
+        labels: labels(pod, ctx.node_label, &c.name),
+        mounts,
+        sandbox: ctx.pause_id.to_string(),
+        share_pid,
+        privileged: sc.and_then(|s| s.privileged).unwrap_or(false),
+        cap_add: caps.and_then(|c| c.add.clone()).unwrap_or_default(),
+        cap_drop: caps.and_then(|c| c.drop.clone()).unwrap_or_default(),
+        read_only_rootfs: sc.and_then(|s| s.read_only_root_filesystem).unwrap_or(false),
+        memory,
+        nano_cpus,
     })
 }
 
-fn mounts(ctx: &PodContext<'_>, c: &Container, pod: &str) -> Result<Vec<Mount>, NodeError> {
+fn mounts(ctx: &PodContext<'_>, c: &Container, pod: &str) -> Result<Vec<BindMount>, NodeError> {
     let mut out = Vec::new();
     for m in c.volume_mounts.iter().flatten() {
         let v = ctx.volumes.get(&m.name).ok_or_else(|| NodeError::Invalid {
@@ -186,12 +182,10 @@ fn mounts(ctx: &PodContext<'_>, c: &Container, pod: &str) -> Result<Vec<Mount>, 
     Ok(out)
 }
 
-fn bind(source: &Path, target: &str, read_only: bool) -> Mount {
-    Mount {
-        source: Some(source.display().to_string()),
-        target: Some(target.to_string()),
-        typ: Some(MountType::BIND),
-        read_only: Some(read_only),
-        ..Default::default()
+fn bind(source: &Path, target: &str, read_only: bool) -> BindMount {
+    BindMount {
+        source: source.to_path_buf(),
+        target: target.to_string(),
+        read_only,
     }
 }

@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use bollard::Docker;
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -16,7 +15,7 @@ use crate::volumes::HostVolume;
 
 /// State shared by the handle and the pod's tasks.
 pub(crate) struct Shared {
-    pub docker: Docker,
+    pub runtime: std::sync::Arc<dyn crate::runtime::ContainerRuntime>,
     pub node_name: String,
     pub node_label: String,
     pub pod: Pod,
@@ -26,7 +25,7 @@ pub(crate) struct Shared {
     pub objects: PodObjects,
     pub pause_id: String,
     pub status: watch::Sender<PodStatus>,
-    /// `(container name, Docker ID)` of every container created, `POD` first.
+    /// `(container name, runtime ID)` of every container created, `POD` first.
     pub ids: Mutex<Vec<(String, String)>>,
     /// Fired to stop the pod (deletion, deadline, cleanup).
     pub stop: CancellationToken,
@@ -65,6 +64,15 @@ impl Shared {
             .filter(|(n, _)| n != "POD")
             .map(|(_, id)| id.clone())
             .collect()
+    }
+
+    /// The status `containerID` of runtime ID `id` (`<scheme>://<id>`; empty for none).
+    pub fn status_id(&self, id: &str) -> String {
+        if id.is_empty() {
+            String::new()
+        } else {
+            format!("{}://{id}", self.runtime.scheme())
+        }
     }
 
     /// Record a created container.

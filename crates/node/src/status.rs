@@ -1,9 +1,8 @@
 //! The live [`PodStatus`] of a pod on the local node: its initial shape, and the container
-//! state transitions (waiting → running → terminated) built from Docker's view of a
+//! state transitions (waiting → running → terminated) built from the runtime's view of a
 //! container, with the kubelet's reasons (`Completed`, `Error`, `OOMKilled`,
 //! `ContainerCannotRun`; waiting `CreateContainerConfigError`) and termination messages.
 
-use bollard::models::ContainerInspectResponse;
 use k8s_openapi::api::core::v1::{
     ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStateWaiting, ContainerStatus,
     Pod, PodStatus,
@@ -89,10 +88,10 @@ pub fn waiting(name: &str, image: &str, reason: &str) -> ContainerStatus {
     }
 }
 
-/// Mark container `name` running (with its Docker ID).
+/// Mark container `name` running, with its status `containerID` (`<scheme>://<id>`).
 pub fn set_running(status: &mut PodStatus, name: &str, id: &str) {
     if let Some(cs) = find(status, name) {
-        cs.container_id = Some(format!("docker://{id}"));
+        cs.container_id = Some(id.to_string());
         cs.started = Some(true);
         cs.ready = true;
         cs.state = Some(ContainerState {
@@ -125,18 +124,19 @@ pub fn set_back_off(status: &mut PodStatus, name: &str, backoff: std::time::Dura
     }
 }
 
-/// Mark container `name` terminated from Docker's inspect view and its termination message.
+/// Mark container `name` (status `containerID` `id`) terminated as the runtime saw it end
+/// (`None`: the runtime could not say; `fallback_exit` is the code), with its termination
+/// message.
 pub fn set_terminated(
     status: &mut PodStatus,
     name: &str,
     id: &str,
-    inspect: Option<&ContainerInspectResponse>,
+    exit: Option<&crate::runtime::Exit>,
     message: Option<String>,
     fallback_exit: i32,
 ) {
-    let st = inspect.and_then(|i| i.state.as_ref());
-    let exit_code = st.and_then(|s| s.exit_code).map_or(fallback_exit, |c| c as i32);
-    let reason = if st.and_then(|s| s.oom_killed).unwrap_or(false) {
+    let exit_code = exit.map_or(fallback_exit, |e| i32::try_from(e.code).unwrap_or(fallback_exit));
+    let reason = if exit.is_some_and(|e| e.oom_killed) {
         "OOMKilled"
     } else if exit_code == 0 {
         "Completed"
@@ -147,18 +147,15 @@ pub fn set_terminated(
         exit_code,
         reason,
         message,
-        started_at: st.and_then(|s| s.started_at.as_deref()).and_then(parse_time),
-        finished_at: st
-            .and_then(|s| s.finished_at.as_deref())
-            .and_then(parse_time)
-            .or_else(|| Some(now())),
-        image_id: inspect.and_then(|i| i.image.clone()).unwrap_or_default(),
+        started_at: exit.and_then(|e| e.started_at).map(Time),
+        finished_at: exit.and_then(|e| e.finished_at).map(Time).or_else(|| Some(now())),
+        image_id: exit.map(|e| e.image_id.clone()).unwrap_or_default(),
     };
     terminate(status, name, id, end);
 }
 
 /// Mark container `name` as one that could not run (`ContainerCannotRun`, exit code 128
-/// unless Docker recorded one), with Docker's error as the message.
+/// unless the runtime recorded one), with the runtime's error as the message.
 pub fn set_cannot_run(status: &mut PodStatus, name: &str, id: &str, exit_code: Option<i64>, message: String) {
     let end = End {
         exit_code: exit_code.filter(|c| *c != 0).map_or(128, |c| c as i32),
@@ -199,7 +196,7 @@ struct End {
 
 fn terminate(status: &mut PodStatus, name: &str, id: &str, end: End) {
     if let Some(cs) = find(status, name) {
-        let container_id = (!id.is_empty()).then(|| format!("docker://{id}"));
+        let container_id = (!id.is_empty()).then(|| id.to_string());
         cs.container_id = container_id.clone();
         cs.ready = false;
         cs.started = Some(false);
@@ -254,12 +251,6 @@ fn find<'a>(status: &'a mut PodStatus, name: &str) -> Option<&'a mut ContainerSt
         .flatten()
         .chain(status.container_statuses.iter_mut().flatten())
         .find(|c| c.name == name)
-}
-
-/// Docker's RFC 3339 time, `None` for its zero time.
-fn parse_time(s: &str) -> Option<Time> {
-    let t: Timestamp = s.parse().ok()?;
-    (t.as_second() > 0).then_some(Time(t))
 }
 
 /// Read a termination-message file, truncated to [`MAX_TERMINATION_MESSAGE`] bytes.

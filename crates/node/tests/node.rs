@@ -14,15 +14,15 @@ use common::*;
 /// Follows the container's stdout (a Docker log stream, no polling) until `line` appears.
 async fn wait_for_log_line(node: &LocalNode, id: &str, line: &str) {
     use futures::StreamExt;
-    let opts = bollard::query_parameters::LogsOptionsBuilder::new()
-        .follow(true)
-        .stdout(true)
-        .build();
-    let mut logs = node.docker().logs(id.trim_start_matches("docker://"), Some(opts));
+    let request = argoexec_node::runtime::LogRequest {
+        follow: true,
+        ..Default::default()
+    };
+    let mut logs = node.runtime().logs(runtime_id(id), request);
     let mut seen = String::new();
     let found = tokio::time::timeout(Duration::from_secs(30), async {
         while let Some(frame) = logs.next().await {
-            seen.push_str(&frame.expect("log stream").to_string());
+            seen.push_str(&String::from_utf8_lossy(&frame.expect("log stream")));
             if seen.lines().any(|l| l.trim() == line) {
                 return true;
             }
@@ -241,16 +241,17 @@ async fn stop_is_a_deletion_and_missing_images_create_nothing() {
 /// The whole log (stdout and stderr) of a finished container.
 async fn logs(node: &LocalNode, id: &str) -> String {
     use futures::StreamExt;
-    let opts = bollard::query_parameters::LogsOptionsBuilder::new()
-        .stdout(true)
-        .stderr(true)
-        .build();
-    let mut s = node.docker().logs(id.trim_start_matches("docker://"), Some(opts));
+    let mut s = node.runtime().logs(runtime_id(id), Default::default());
     let mut out = String::new();
     while let Some(frame) = s.next().await {
-        out.push_str(&frame.expect("log stream").to_string());
+        out.push_str(&String::from_utf8_lossy(&frame.expect("log stream")));
     }
     out
+}
+
+/// The runtime's ID in a status `containerID` (`<scheme>://<id>`), or `id` itself.
+fn runtime_id(id: &str) -> &str {
+    id.split_once("://").map_or(id, |(_, i)| i)
 }
 
 fn data(pairs: &[(&str, &str)]) -> argoexec_node::ObjectData {

@@ -123,7 +123,7 @@ async fn log(api: &Arc<Api>, ns: &str, name: &str, q: &Query) -> Result<Resp, Ap
         }
     })?;
     let id = logs::validate(&pod, &container, opts.previous).map_err(ApiError::bad_request)?;
-    let s = logs::stream(api.pods.docker(), &id, &opts);
+    let s = logs::stream(api.pods.runtime().as_ref(), &id, &opts);
     Ok(streaming(200, "text/plain", s))
 }
 
@@ -192,15 +192,15 @@ async fn exec(api: &Arc<Api>, req: Req, ns: &str, name: &str, q: &Query) -> Resu
         container_id: id,
         ..spec
     };
-    let docker = api.pods.docker().clone();
+    let start = api.pods.runtime().exec(&spec.container_id, spec.request());
     if spdy {
         let resp = crate::spdy::switching();
-        tokio::spawn(crate::spdy::session(req, docker, spec, pre));
+        tokio::spawn(crate::spdy::session(req, start, spec, pre));
         return Ok(resp);
     }
     let resp = exec::switching(&req, proto);
     let silent = api.faults.drop_exec_status();
-    tokio::spawn(exec::session(req, proto, docker, spec, pre, silent));
+    tokio::spawn(exec::session(req, proto, start, spec, pre, silent));
     Ok(resp)
 }
 
