@@ -19,6 +19,10 @@ if [ "$main_only" = 0 ]; then
 fi
 command -v dockerd >/dev/null || need+=(docker.io)
 command -v busybox >/dev/null || need+=(busybox-static)
+# protoc: the containerd client's build script generates containerd's gRPC API with it.
+command -v protoc >/dev/null || need+=(protobuf-compiler)
+# containerd and runc come with docker.io; ctr imports the local images into containerd.
+command -v ctr >/dev/null || need+=(containerd)
 if [ "${#need[@]}" -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     echo "setup: installing ${need[*]}"
@@ -47,6 +51,9 @@ fi
 echo "setup: local images (the first build of the static programs takes several minutes)"
 DOCKER="$docker_cli" bash scripts/images.sh
 [ "$main_only" = 1 ] && exit 0
+# The local node's second runtime: the project's own containerd daemon, with the local
+# images imported into its namespace.
+bash scripts/containerd-up.sh
 # moto (the S3 server of the artifact tests, started by the tests themselves on loopback)
 # in its own pinned venv.
 bash scripts/pyenv.sh moto >/dev/null

@@ -43,7 +43,7 @@ pub mod tmpfs;
 mod volumes;
 
 pub use error::NodeError;
-pub use node::{LocalNode, NodeConfig};
+pub use node::{DEFAULT_CONTAINERD_SOCKET, LocalNode, NodeConfig, RuntimeChoice};
 pub use objects::{ConfigError, ObjectData, ObjectSource, StaticObjects};
 pub use run::PodRun;
 pub use state::{EVICTED_MESSAGE, StopReason};

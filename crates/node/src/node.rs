@@ -15,6 +15,7 @@ use crate::error::NodeError;
 use crate::hostfs::make_dir;
 use crate::objects::{ObjectData, ObjectSource, PodObjects, StaticObjects, keys_only};
 use crate::run::PodRun;
+use crate::runtime::containerd::ContainerdRuntime;
 use crate::runtime::docker::DockerRuntime;
 use crate::runtime::{ContainerRuntime, SandboxSpec};
 use crate::spec::{LABEL_NODE, docker_name, labels};
@@ -22,9 +23,47 @@ use crate::state::Shared;
 use crate::status;
 use crate::volumes;
 
+/// The container runtime a node drives.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum RuntimeChoice {
+    /// The Docker Engine at [`NodeConfig::docker_socket`].
+    #[default]
+    Docker,
+    /// containerd, through its gRPC API.
+    Containerd {
+        /// Its socket.
+        socket: PathBuf,
+        /// The containerd namespace of the node's images and containers.
+        namespace: String,
+    },
+}
+
+impl RuntimeChoice {
+    /// The default containerd of `scripts/containerd-up.sh`.
+    pub fn containerd() -> Self {
+        Self::Containerd {
+            socket: PathBuf::from(DEFAULT_CONTAINERD_SOCKET),
+            namespace: "argoexec".into(),
+        }
+    }
+
+    /// `docker` or `containerd`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Docker => "docker",
+            Self::Containerd { .. } => "containerd",
+        }
+    }
+}
+
+/// The socket of the project's own containerd daemon (`scripts/containerd-up.sh`).
+pub const DEFAULT_CONTAINERD_SOCKET: &str = "/run/argoexec-containerd/containerd.sock";
+
 /// How the local node is set up.
 #[derive(Clone)]
 pub struct NodeConfig {
+    /// The container runtime.
+    pub runtime: RuntimeChoice,
     /// The Docker Engine socket.
     pub docker_socket: PathBuf,
     /// Host directory under which each pod gets `<uid>/` for its volumes and termination files.
@@ -49,6 +88,7 @@ pub struct NodeConfig {
 impl std::fmt::Debug for NodeConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("NodeConfig")
+            .field("runtime", &self.runtime)
             .field("docker_socket", &self.docker_socket)
             .field("state_dir", &self.state_dir)
             .field("node_name", &self.node_name)
@@ -64,6 +104,7 @@ impl std::fmt::Debug for NodeConfig {
 impl Default for NodeConfig {
     fn default() -> Self {
         Self {
+            runtime: RuntimeChoice::Docker,
             docker_socket: PathBuf::from("/var/run/docker.sock"),
             state_dir: std::env::temp_dir().join("argoexec-node"),
             node_name: "argoexec-local".into(),
@@ -91,16 +132,27 @@ impl LocalNode {
     /// # Errors
     /// [`NodeError::Connect`] when the socket does not answer.
     pub async fn connect(config: NodeConfig) -> Result<Self, NodeError> {
-        let docker = DockerRuntime::connect(&config.docker_socket)
-            .await
-            .map_err(|source| NodeError::Connect {
-                runtime: "the Docker Engine",
-                socket: config.docker_socket.display().to_string(),
-                source,
-            })?;
+        let runtime: Arc<dyn ContainerRuntime> = match &config.runtime {
+            RuntimeChoice::Docker => Arc::new(DockerRuntime::connect(&config.docker_socket).await.map_err(
+                |source| NodeError::Connect {
+                    runtime: "the Docker Engine",
+                    socket: config.docker_socket.display().to_string(),
+                    source,
+                },
+            )?),
+            RuntimeChoice::Containerd { socket, namespace } => Arc::new(
+                ContainerdRuntime::connect(socket, namespace, &config.state_dir)
+                    .await
+                    .map_err(|source| NodeError::Connect {
+                        runtime: "containerd",
+                        socket: socket.display().to_string(),
+                        source,
+                    })?,
+            ),
+        };
         let node_secrets = Arc::new(config.secrets.clone());
         Ok(Self {
-            runtime: Arc::new(docker),
+            runtime,
             config,
             node_secrets,
         })

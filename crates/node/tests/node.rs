@@ -76,12 +76,8 @@ spec:
         "subPath directory created like the kubelet does"
     );
     let id = container(&s, "main").container_id.clone().unwrap();
-    assert!(id.starts_with("docker://"), "{id}");
-    let logs = std::process::Command::new("/usr/bin/docker")
-        .args(["logs", id.trim_start_matches("docker://")])
-        .output()
-        .unwrap();
-    let out = String::from_utf8_lossy(&logs.stdout);
+    assert!(id.starts_with(&format!("{}://", node.runtime().scheme())), "{id}");
+    let out = logs(&node, &id).await;
     assert!(out.contains("from-init"), "init ran before main: {out}");
     assert!(out.contains("app=\"x\""), "downwardAPI volume: {out}");
     assert!(

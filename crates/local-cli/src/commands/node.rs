@@ -45,6 +45,14 @@ pub struct Args {
     /// The Docker Engine socket.
     #[arg(long, default_value = "/var/run/docker.sock")]
     pub docker_socket: PathBuf,
+    /// The local node's container runtime: docker (the Docker Engine at --docker-socket) or
+    /// containerd (at --containerd-socket; `bash scripts/containerd-up.sh` starts it and
+    /// imports the local images). The docker executor needs docker.
+    #[arg(long, value_enum, default_value = "docker", env = "ARGOEXEC_RUNTIME")]
+    pub runtime: super::RuntimeArg,
+    /// The containerd socket of `--runtime containerd`.
+    #[arg(long, default_value = argoexec_node::DEFAULT_CONTAINERD_SOCKET)]
+    pub containerd_socket: PathBuf,
     /// The node's name.
     #[arg(long, default_value = "argoexec-local")]
     pub node_name: String,
@@ -74,6 +82,7 @@ fn go(args: Args) -> anyhow::Result<()> {
     let rt = super::runtime()?;
     rt.block_on(async {
         let mut node = argoexec_node::NodeConfig {
+            runtime: args.runtime.choice(&args.containerd_socket),
             docker_socket: args.docker_socket.clone(),
             node_name: args.node_name.clone(),
             pause_image: args.pause_image.clone(),

@@ -15,6 +15,35 @@ pub enum RuntimeError {
         #[source]
         source: Box<bollard::errors::Error>,
     },
+    /// A containerd call failed.
+    #[error("containerd {action} {subject}: {}", source.message())]
+    Containerd {
+        /// The call, e.g. "create container".
+        action: &'static str,
+        /// The container, image or pod concerned.
+        subject: String,
+        /// containerd's status.
+        #[source]
+        source: Box<containerd_client::tonic::Status>,
+    },
+    /// containerd's socket did not answer.
+    #[error("cannot connect to containerd at {socket}: {source}")]
+    Connect {
+        /// The socket.
+        socket: String,
+        /// Why.
+        #[source]
+        source: Box<containerd_client::tonic::transport::Error>,
+    },
+    /// An image cannot be used as the node needs it (no manifest for this platform, a
+    /// configuration that is not JSON, a user name to resolve, an absent sandbox).
+    #[error("image {image}: {message}")]
+    Image {
+        /// The image (or container) concerned.
+        image: String,
+        /// What is wrong.
+        message: String,
+    },
     /// A host file operation of the runtime (exported image layers) failed.
     #[error("{action} {path}: {source}")]
     Io {
@@ -42,6 +71,19 @@ impl RuntimeError {
         }
     }
 
+    /// Wrap a containerd status.
+    pub(crate) fn containerd(
+        action: &'static str,
+        subject: impl Into<String>,
+        source: containerd_client::tonic::Status,
+    ) -> Self {
+        Self::Containerd {
+            action,
+            subject: subject.into(),
+            source: Box::new(source),
+        }
+    }
+
     /// Wrap an I/O error.
     pub(crate) fn io(action: &'static str, path: &std::path::Path, source: std::io::Error) -> Self {
         Self::Io {
@@ -55,7 +97,9 @@ impl RuntimeError {
     pub fn is_not_found(&self) -> bool {
         match self {
             Self::Docker { source, .. } => is_docker_not_found(source),
+            Self::Containerd { source, .. } => source.code() == containerd_client::tonic::Code::NotFound,
             Self::Io { source, .. } => source.kind() == std::io::ErrorKind::NotFound,
+            Self::Connect { .. } | Self::Image { .. } => false,
         }
     }
 
@@ -67,7 +111,9 @@ impl RuntimeError {
                 bollard::errors::Error::DockerResponseServerError { message, .. } => message.clone(),
                 other => other.to_string(),
             },
-            Self::Io { .. } => self.to_string(),
+            Self::Containerd { source, .. } => source.message().to_string(),
+            Self::Image { message, .. } => message.clone(),
+            Self::Io { .. } | Self::Connect { .. } => self.to_string(),
         }
     }
 }

@@ -9,6 +9,7 @@
 //! Futures are boxed (`BoxFuture`) so the node holds one `Arc<dyn ContainerRuntime>`
 //! whichever engine it was started on.
 
+pub mod containerd;
 pub mod docker;
 mod docker_io;
 mod error;

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use argoexec_node::{LocalNode, NodeConfig};
+use argoexec_node::{LocalNode, NodeConfig, RuntimeChoice};
 use k8s_openapi::api::core::v1::{ContainerStatus, Pod, PodStatus};
 
 pub fn docker_ready() -> bool {
@@ -16,26 +16,35 @@ pub fn docker_ready() -> bool {
     true
 }
 
+/// The runtime under test: `ARGOEXEC_NODE_RUNTIME=containerd` runs the same tests on the
+/// project's containerd (scripts/containerd-up.sh); Docker otherwise.
+pub fn runtime() -> RuntimeChoice {
+    match std::env::var("ARGOEXEC_NODE_RUNTIME").as_deref() {
+        Ok("containerd") => RuntimeChoice::containerd(),
+        _ => RuntimeChoice::Docker,
+    }
+}
+
+/// Whether the runtime under test is containerd.
+pub fn on_containerd() -> bool {
+    runtime() != RuntimeChoice::Docker
+}
+
 /// A node whose restart back-off is `backoff` (the kubelet's 10 s is too slow for tests).
 pub async fn node_with_backoff(label: &str, state: &std::path::Path, backoff: Duration) -> LocalNode {
     LocalNode::connect(NodeConfig {
+        runtime: runtime(),
         state_dir: state.to_path_buf(),
         node_label: format!("nodetest-{}-{label}", std::process::id()),
         restart_backoff: backoff,
         ..Default::default()
     })
     .await
-    .expect("Docker Engine with argoexec:dev and busybox:latest (run `bash scripts/setup.sh`)")
+    .expect("the container runtime with argoexec:dev and busybox:latest (run `bash scripts/setup.sh`)")
 }
 
 pub async fn node(label: &str, state: &std::path::Path) -> LocalNode {
-    LocalNode::connect(NodeConfig {
-        state_dir: state.to_path_buf(),
-        node_label: format!("nodetest-{}-{label}", std::process::id()),
-        ..Default::default()
-    })
-    .await
-    .expect("Docker Engine with argoexec:dev and busybox:latest (run `bash scripts/setup.sh`)")
+    node_with_backoff(label, state, Duration::from_secs(10)).await
 }
 
 pub fn pod(yaml: &str) -> Pod {

@@ -89,6 +89,14 @@ pub struct Args {
     /// The Docker Engine socket of the local node.
     #[arg(long, default_value = "/var/run/docker.sock")]
     pub docker_socket: PathBuf,
+    /// The local node's container runtime: docker (the Docker Engine at --docker-socket) or
+    /// containerd (at --containerd-socket; `bash scripts/containerd-up.sh` starts it and
+    /// imports the local images). The docker executor needs docker.
+    #[arg(long, value_enum, default_value = "docker", env = "ARGOEXEC_RUNTIME")]
+    pub runtime: crate::commands::RuntimeArg,
+    /// The containerd socket of `--runtime containerd`.
+    #[arg(long, default_value = argoexec_node::DEFAULT_CONTAINERD_SOCKET)]
+    pub containerd_socket: PathBuf,
     /// Host directory for pod volumes (default: $TMPDIR/argoexec-node).
     #[arg(long, env = "ARGOEXEC_NODE_STATE_DIR", hide = true)]
     pub node_state_dir: Option<PathBuf>,
@@ -179,6 +187,11 @@ async fn execute(args: &Args) -> anyhow::Result<(Outcome, PathBuf)> {
         random_name: true,
         argo_version: args.argo_version,
     })?;
+    if args.runtime == crate::commands::RuntimeArg::Containerd && plan.executor == ExecutorKind::Docker {
+        anyhow::bail!(
+            "the docker executor cannot run on a containerd node: its wait container drives the node's Docker Engine through /var/run/docker.sock, and a containerd node has none (Argo removed the executor in v3.4). Use --executor emissary, or --runtime docker"
+        );
+    }
     let (repo, secrets) = prepare_repository(args, &mut plan)?;
     let mains = plan.template.main_container_names();
     let server = start_node(args).await?;
@@ -201,7 +214,7 @@ async fn execute(args: &Args) -> anyhow::Result<(Outcome, PathBuf)> {
     let mut pod = built.pod;
     mounts::attach_repository(&mut pod, &repo);
     mounts::give_key_dir_to_wait(
-        &args.docker_socket,
+        node_config(args),
         &pod,
         &repo.join(&plan.wf.meta.name).join(&plan.pod_name),
     )
@@ -313,18 +326,23 @@ fn prepare_repository(args: &Args, plan: &mut super::plan::Plan) -> anyhow::Resu
 /// Secret name → key → value.
 type Secrets = std::collections::BTreeMap<String, std::collections::BTreeMap<String, Vec<u8>>>;
 
-/// Start the local node with the run's settings.
-async fn start_node(args: &Args) -> anyhow::Result<argoexec_node_server::NodeServer> {
+/// The local node's settings of the run.
+fn node_config(args: &Args) -> NodeConfig {
     let defaults = NodeConfig::default();
-    let node = NodeConfig {
+    NodeConfig {
+        runtime: args.runtime.choice(&args.containerd_socket),
         docker_socket: args.docker_socket.clone(),
         pause_image: args.executor_image.clone(),
         state_dir: args.node_state_dir.clone().unwrap_or(defaults.state_dir.clone()),
         node_label: args.node_label.clone().unwrap_or(defaults.node_label.clone()),
         ..defaults
-    };
+    }
+}
+
+/// Start the local node with the run's settings.
+async fn start_node(args: &Args) -> anyhow::Result<argoexec_node_server::NodeServer> {
     let mut server = argoexec_node_server::ServerConfig {
-        node,
+        node: node_config(args),
         kubelet_cert: args.kubelet_cert,
         ..Default::default()
     };

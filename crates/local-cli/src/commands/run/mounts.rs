@@ -17,7 +17,7 @@ pub const REPO_VOLUME: &str = "argoexec-artifacts";
 /// image's numeric `USER`, as in the `-nonroot` executor image) writes its outputs under the
 /// key directory of the local repository: create it and hand it to that user, as a bucket
 /// policy would, instead of making the repository world-writable.
-pub async fn give_key_dir_to_wait(docker_socket: &Path, pod: &Pod, dir: &Path) -> anyhow::Result<()> {
+pub async fn give_key_dir_to_wait(node: NodeConfig, pod: &Pod, dir: &Path) -> anyhow::Result<()> {
     let Some(spec) = pod.spec.as_ref() else {
         return Ok(());
     };
@@ -38,10 +38,6 @@ pub async fn give_key_dir_to_wait(docker_socket: &Path, pod: &Pod, dir: &Path) -
     let uid = match (uid, writer.and_then(|c| c.image.as_deref())) {
         (Some(u), _) => Some(u),
         (None, Some(image)) => {
-            let node = NodeConfig {
-                docker_socket: docker_socket.to_path_buf(),
-                ..NodeConfig::default()
-            };
             let user = argoexec_node::LocalNode::connect(node)
                 .await?
                 .image_user(image)

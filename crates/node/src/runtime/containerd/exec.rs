@@ -1,0 +1,223 @@
+//! Exec on containerd: a process added to the container's task (`Exec`, then `Start`),
+//! with FIFOs for its stdio in the container's directory, the container's user, env and
+//! working directory, and a TTY when asked. Its end is its `Wait`; then the process is
+//! deleted (the shim closes its FIFO ends) and what is left in the FIFOs is read before
+//! the output ends.
+
+use std::path::{Path, PathBuf};
+
+use bytes::Bytes;
+use containerd_client::services::v1::{
+    CloseIoRequest, DeleteProcessRequest, ExecProcessRequest, ResizePtyRequest, StartRequest, WaitRequest,
+};
+use prost_types::Any;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::unix::pipe;
+use tokio::sync::mpsc;
+
+use super::{Ctrd, make_fifo};
+use crate::runtime::{ExecEnd, ExecHandle, ExecRequest, Input, OutputStream, RuntimeError, RuntimeResult};
+
+/// The type of an OCI process in an `Any`.
+const PROCESS_TYPE: &str = "types.containerd.io/opencontainers/runtime-spec/1/Process";
+
+/// The stdio FIFOs of one exec.
+struct Stdio {
+    stdin: Option<PathBuf>,
+    stdout: Option<PathBuf>,
+    stderr: Option<PathBuf>,
+}
+
+fn path_string(p: &Option<PathBuf>) -> String {
+    p.as_ref().map(|p| p.display().to_string()).unwrap_or_default()
+}
+
+/// Start `request` in container `id` and bridge it to a handle.
+pub(super) async fn start(
+    c: Ctrd,
+    id: String,
+    spec: &serde_json::Value,
+    dir: &Path,
+    request: ExecRequest,
+) -> RuntimeResult<ExecHandle> {
+    let exec_id = format!("exec{}", &crate::node::new_uid().replace('-', "")[..12]);
+    let fifo = |name: &str, wanted: bool| wanted.then(|| dir.join(format!("{exec_id}-{name}")));
+    let io = Stdio {
+        stdin: fifo("stdin", request.stdin),
+        stdout: fifo("stdout", request.stdout || request.tty),
+        stderr: fifo("stderr", request.stderr && !request.tty),
+    };
+    for p in [&io.stdin, &io.stdout, &io.stderr].into_iter().flatten() {
+        make_fifo(p)?;
+    }
+    let open_rx = |p: &Option<PathBuf>| -> RuntimeResult<Option<pipe::Receiver>> {
+        p.as_ref()
+            .map(|p| {
+                pipe::OpenOptions::new()
+                    .read_write(true)
+                    .open_receiver(p)
+                    .map_err(|e| RuntimeError::io("open the FIFO", p, e))
+            })
+            .transpose()
+    };
+    let stdout = open_rx(&io.stdout)?;
+    let stderr = open_rx(&io.stderr)?;
+    let stdin = io
+        .stdin
+        .as_ref()
+        .map(|p| {
+            pipe::OpenOptions::new()
+                .read_write(true)
+                .open_sender(p)
+                .map_err(|e| RuntimeError::io("open the FIFO", p, e))
+        })
+        .transpose()?;
+    let process = super::spec::exec_process(spec, &request.command, request.tty);
+    let req = ExecProcessRequest {
+        container_id: id.clone(),
+        stdin: path_string(&io.stdin),
+        stdout: path_string(&io.stdout),
+        stderr: path_string(&io.stderr),
+        terminal: request.tty,
+        spec: Some(Any {
+            type_url: PROCESS_TYPE.into(),
+            value: serde_json::to_vec(&process).unwrap_or_default(),
+        }),
+        exec_id: exec_id.clone(),
+    };
+    let cleanup = |io: &Stdio| {
+        for p in [&io.stdin, &io.stdout, &io.stderr].into_iter().flatten() {
+            let _ = std::fs::remove_file(p);
+        }
+    };
+    if let Err(s) = c.tasks().exec(c.req(req)).await {
+        cleanup(&io);
+        return Err(RuntimeError::containerd("exec in", &id, s));
+    }
+    let (handle, d) = ExecHandle::channels();
+    let started = c
+        .tasks()
+        .start(c.req(StartRequest {
+            container_id: id.clone(),
+            exec_id: exec_id.clone(),
+        }))
+        .await;
+    if let Err(s) = started {
+        delete_process(&c, &id, &exec_id).await;
+        cleanup(&io);
+        drop(d.output);
+        let _ = d.end.send(ExecEnd::NotStarted(s.message().to_string()));
+        return Ok(handle);
+    }
+    tokio::spawn(async move {
+        let (out_done_tx, out_done) = tokio::sync::watch::channel(false);
+        let copies = [(stdout, OutputStream::Stdout), (stderr, OutputStream::Stderr)]
+            .into_iter()
+            .filter_map(|(rx, s)| rx.map(|rx| tokio::spawn(copy(rx, s, d.output.clone(), out_done.clone()))))
+            .collect::<Vec<_>>();
+        drop(d.output);
+        let inputs = tokio::spawn(feed(c.clone(), id.clone(), exec_id.clone(), stdin, d.input));
+        let waited = c
+            .tasks()
+            .wait(c.req(WaitRequest {
+                container_id: id.clone(),
+                exec_id: exec_id.clone(),
+            }))
+            .await;
+        delete_process(&c, &id, &exec_id).await;
+        let _ = out_done_tx.send(true);
+        for t in copies {
+            let _ = t.await;
+        }
+        inputs.abort();
+        cleanup(&io);
+        let end = match waited {
+            Ok(r) => ExecEnd::Exited(i64::from(r.into_inner().exit_status)),
+            Err(s) => ExecEnd::NotStarted(s.message().to_string()),
+        };
+        let _ = d.end.send(end);
+    });
+    Ok(handle)
+}
+
+async fn delete_process(c: &Ctrd, id: &str, exec_id: &str) {
+    let req = DeleteProcessRequest {
+        container_id: id.to_string(),
+        exec_id: exec_id.to_string(),
+    };
+    if let Err(s) = c.tasks().delete_process(c.req(req)).await {
+        tracing::debug!(container = id, exec_id, error = %s, "delete exec process");
+    }
+}
+
+/// Copy one output FIFO to the handle until the process is deleted, then drain it.
+async fn copy(
+    mut rx: pipe::Receiver,
+    stream: OutputStream,
+    out: mpsc::Sender<(OutputStream, Bytes)>,
+    mut done: tokio::sync::watch::Receiver<bool>,
+) {
+    let mut buf = vec![0u8; 32 * 1024];
+    loop {
+        tokio::select! {
+            r = rx.read(&mut buf) => match r {
+                Ok(0) | Err(_) => return,
+                Ok(n) => {
+                    if out.send((stream, Bytes::copy_from_slice(&buf[..n]))).await.is_err() {
+                        return;
+                    }
+                }
+            },
+            _ = done.changed() => break,
+        }
+    }
+    while let Ok(n) = rx.try_read(&mut buf) {
+        if n == 0
+            || out
+                .send((stream, Bytes::copy_from_slice(&buf[..n])))
+                .await
+                .is_err()
+        {
+            return;
+        }
+    }
+}
+
+/// Feed stdin, its end and resizes to the process.
+async fn feed(
+    c: Ctrd,
+    id: String,
+    exec_id: String,
+    mut stdin: Option<pipe::Sender>,
+    mut input: mpsc::Receiver<Input>,
+) {
+    while let Some(i) = input.recv().await {
+        match i {
+            Input::Stdin(b) => {
+                if let Some(s) = stdin.as_mut()
+                    && s.write_all(&b).await.is_err()
+                {
+                    stdin = None;
+                }
+            }
+            Input::Eof => {
+                stdin = None;
+                let req = CloseIoRequest {
+                    container_id: id.clone(),
+                    exec_id: exec_id.clone(),
+                    stdin: true,
+                };
+                let _ = c.tasks().close_io(c.req(req)).await;
+            }
+            Input::Resize(w, h) => {
+                let req = ResizePtyRequest {
+                    container_id: id.clone(),
+                    exec_id: exec_id.clone(),
+                    width: u32::from(w),
+                    height: u32::from(h),
+                };
+                let _ = c.tasks().resize_pty(c.req(req)).await;
+            }
+        }
+    }
+}

@@ -1,0 +1,622 @@
+//! [`ContainerdRuntime`]: the local node on containerd, driven through its gRPC API
+//! (`containerd-client`) in a namespace of its own (`argoexec` by default).
+//!
+//! - Images come from containerd's content store (`ctr images import` of the image archive
+//!   `scripts/image.sh` writes; nothing is pulled). A container's root is an overlayfs
+//!   snapshot prepared on its image's unpacked chain.
+//! - The node writes each container's OCI runtime spec itself ([`spec`]), as Docker would
+//!   for the same request: host networking, the sandbox's IPC (and PID) namespace joined
+//!   by path, bind mounts, limits in the cgroup `/argoexec/<id>`.
+//! - The sandbox (the pause role) is a container like the others, with new IPC and PID
+//!   namespaces that the pod's containers join through `/proc/<pid>/ns/…`.
+//! - Output goes through FIFOs into one CRI-format log per container ([`logio`]); exec
+//!   runs as a task process ([`exec`]).
+//! - A task's end is read from its `Wait`; an OOM kill from the cgroup's `oom_kill`
+//!   counter, read before the task is deleted (no event to race). A container that is
+//!   started again (`restartPolicy: OnFailure`) gets a new task on the same snapshot.
+
+mod exec;
+pub(crate) mod image;
+mod logio;
+mod spec;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use containerd_client::services::v1::container::Runtime;
+use containerd_client::services::v1::snapshots::snapshots_client::SnapshotsClient;
+use containerd_client::services::v1::snapshots::{PrepareSnapshotRequest, RemoveSnapshotRequest};
+use containerd_client::services::v1::{
+    Container, CreateContainerRequest, CreateTaskRequest, DeleteContainerRequest, DeleteTaskRequest,
+    KillRequest, ListContainersRequest, StartRequest, WaitRequest, containers_client::ContainersClient,
+    content_client::ContentClient, images_client::ImagesClient, tasks_client::TasksClient,
+};
+use containerd_client::tonic::transport::Channel;
+use containerd_client::tonic::{Code, Request, Status};
+use containerd_client::types::Mount;
+use futures::future::BoxFuture;
+use futures::stream::BoxStream;
+use k8s_openapi::jiff::Timestamp;
+use prost_types::Any;
+
+use self::image::ImageConfig;
+use self::logio::{Copier, LogFile};
+use super::{
+    ContainerRuntime, ContainerSpec, ExecHandle, ExecRequest, Exit, ImageInfo, LogRequest, RuntimeError,
+    RuntimeResult, SandboxSpec,
+};
+
+/// The snapshotter of containers' roots.
+const SNAPSHOTTER: &str = "overlayfs";
+/// The shim.
+const SHIM: &str = "io.containerd.runc.v2";
+/// The type of a runtime spec in an `Any`.
+const SPEC_TYPE: &str = "types.containerd.io/opencontainers/runtime-spec/1/Spec";
+
+/// A namespaced connection to containerd.
+#[derive(Debug, Clone)]
+pub(crate) struct Ctrd {
+    channel: Channel,
+    namespace: String,
+}
+
+impl Ctrd {
+    /// `msg` as a request in the node's namespace.
+    pub fn req<T>(&self, msg: T) -> Request<T> {
+        let mut r = Request::new(msg);
+        if let Ok(v) = self.namespace.parse() {
+            r.metadata_mut().insert("containerd-namespace", v);
+        }
+        r
+    }
+    pub fn images(&self) -> ImagesClient<Channel> {
+        ImagesClient::new(self.channel.clone())
+    }
+    pub fn content(&self) -> ContentClient<Channel> {
+        ContentClient::new(self.channel.clone())
+    }
+    pub fn containers(&self) -> ContainersClient<Channel> {
+        ContainersClient::new(self.channel.clone())
+    }
+    pub fn tasks(&self) -> TasksClient<Channel> {
+        TasksClient::new(self.channel.clone())
+    }
+    pub fn snapshots(&self) -> SnapshotsClient<Channel> {
+        SnapshotsClient::new(self.channel.clone())
+    }
+}
+
+/// What the node keeps of a container it made.
+#[derive(Debug)]
+struct Entry {
+    /// The OCI runtime spec (exec processes take their user, env and cwd from it).
+    spec: serde_json::Value,
+    rootfs: Vec<Mount>,
+    /// FIFOs and the log.
+    dir: PathBuf,
+    log: Arc<LogFile>,
+    tty: bool,
+    memory_limited: bool,
+    image_id: String,
+    /// The running task's PID, its start, its output copier, and the starts so far.
+    task: tokio::sync::Mutex<TaskState>,
+    pid: Mutex<Option<u32>>,
+}
+
+#[derive(Debug, Default)]
+struct TaskState {
+    started_at: Option<Timestamp>,
+    copier: Option<Copier>,
+    starts: u32,
+    last_exit: Option<Exit>,
+}
+
+/// A connection to containerd that runs the node's containers.
+#[derive(Debug)]
+pub struct ContainerdRuntime {
+    c: Ctrd,
+    dir: PathBuf,
+    entries: Mutex<HashMap<String, Arc<Entry>>>,
+}
+
+impl ContainerdRuntime {
+    /// Connect to containerd at `socket`, working in `namespace`, with FIFOs and logs under
+    /// `state_dir`.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Containerd`] when the socket does not answer.
+    pub async fn connect(socket: &Path, namespace: &str, state_dir: &Path) -> RuntimeResult<Self> {
+        let at = socket.display().to_string();
+        let channel = containerd_client::connect(socket)
+            .await
+            .map_err(|e| RuntimeError::Connect {
+                socket: at.clone(),
+                source: Box::new(e),
+            })?;
+        let c = Ctrd {
+            channel,
+            namespace: namespace.to_string(),
+        };
+        containerd_client::services::v1::version_client::VersionClient::new(c.channel.clone())
+            .version(())
+            .await
+            .map_err(|s| RuntimeError::containerd("ask the version of", at, s))?;
+        // Made with the first container, removed with the last.
+        let dir = state_dir.join("containerd");
+        Ok(Self {
+            c,
+            dir,
+            entries: Mutex::new(HashMap::new()),
+        })
+    }
+
+    fn entry(&self, id: &str) -> Option<Arc<Entry>> {
+        self.entries
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(id)
+            .cloned()
+    }
+
+    /// Create container `spec` (joining `sandbox`'s namespaces unless it is the sandbox).
+    async fn create_inner(&self, spec: ContainerSpec, is_sandbox: bool) -> RuntimeResult<String> {
+        let image = image::config(&self.c, &spec.image)
+            .await?
+            .ok_or_else(|| RuntimeError::Image {
+                image: spec.image.clone(),
+                message: "not present in containerd (import it: scripts/containerd-up.sh)".into(),
+            })?;
+        let sandbox = if is_sandbox {
+            None
+        } else {
+            let pid = self
+                .entry(&spec.sandbox)
+                .and_then(|e| *e.pid.lock().unwrap_or_else(|p| p.into_inner()));
+            let pid = pid.ok_or_else(|| RuntimeError::Image {
+                image: spec.image.clone(),
+                message: format!("the sandbox {} is not running", spec.sandbox),
+            })?;
+            Some(spec::SandboxNs { pid })
+        };
+        let id = crate::node::new_uid().replace('-', "");
+        let oci = spec::runtime_spec(&id, &spec, &image, sandbox).map_err(|message| RuntimeError::Image {
+            image: spec.image.clone(),
+            message,
+        })?;
+        let container = Container {
+            id: id.clone(),
+            labels: spec.labels.clone(),
+            image: image.name.clone(),
+            runtime: Some(Runtime {
+                name: SHIM.into(),
+                options: None,
+            }),
+            spec: Some(Any {
+                type_url: SPEC_TYPE.into(),
+                value: serde_json::to_vec(&oci).unwrap_or_default(),
+            }),
+            snapshotter: SNAPSHOTTER.into(),
+            snapshot_key: id.clone(),
+            ..Default::default()
+        };
+        let created = self
+            .c
+            .containers()
+            .create(self.c.req(CreateContainerRequest {
+                container: Some(container),
+            }))
+            .await;
+        if let Err(s) = created {
+            return Err(RuntimeError::containerd("create container", &spec.name, s));
+        }
+        // After the container record that names it: containerd's garbage collector keeps
+        // a snapshot a container refers to, and may remove one nothing refers to yet.
+        let rootfs = match self.prepare_rootfs(&id, &image).await {
+            Ok(m) => m,
+            Err(e) => {
+                let req = DeleteContainerRequest { id: id.clone() };
+                let _ = self.c.containers().delete(self.c.req(req)).await;
+                return Err(e);
+            }
+        };
+        let dir = self.dir.join(&id);
+        std::fs::create_dir_all(&dir).map_err(|e| RuntimeError::io("create", &dir, e))?;
+        let log = LogFile::open(&dir.join("container.log"))?;
+        let entry = Entry {
+            spec: oci,
+            rootfs,
+            dir,
+            log,
+            tty: spec.tty,
+            memory_limited: spec.memory.is_some_and(|m| m > 0),
+            image_id: image.id.clone(),
+            task: tokio::sync::Mutex::new(TaskState::default()),
+            pid: Mutex::new(None),
+        };
+        self.entries
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id.clone(), Arc::new(entry));
+        Ok(id)
+    }
+
+    async fn prepare_rootfs(&self, id: &str, image: &ImageConfig) -> RuntimeResult<Vec<Mount>> {
+        let req = PrepareSnapshotRequest {
+            snapshotter: SNAPSHOTTER.into(),
+            key: id.to_string(),
+            parent: image.chain_id.clone(),
+            labels: HashMap::new(),
+        };
+        let r = self
+            .c
+            .snapshots()
+            .prepare(self.c.req(req))
+            .await
+            .map_err(|s| RuntimeError::containerd("prepare the root of", &image.name, s))?;
+        Ok(r.into_inner().mounts)
+    }
+
+    async fn remove_snapshot(&self, id: &str) {
+        let req = RemoveSnapshotRequest {
+            snapshotter: SNAPSHOTTER.into(),
+            key: id.to_string(),
+        };
+        if let Err(s) = self.c.snapshots().remove(self.c.req(req)).await
+            && s.code() != Code::NotFound
+        {
+            tracing::warn!(container = id, error = %s, "could not remove a snapshot");
+        }
+    }
+
+    /// Create and start a new task of container `id`.
+    async fn start_inner(&self, id: &str) -> RuntimeResult<()> {
+        let e = self.entry(id).ok_or_else(|| not_ours(id))?;
+        let mut t = e.task.lock().await;
+        t.starts += 1;
+        let stdout = e.dir.join(format!("{}-stdout", t.starts));
+        let stderr = (!e.tty).then(|| e.dir.join(format!("{}-stderr", t.starts)));
+        for p in std::iter::once(&stdout).chain(stderr.as_ref()) {
+            make_fifo(p)?;
+        }
+        let copier = e.log.attach(&stdout, stderr.as_deref())?;
+        let req = CreateTaskRequest {
+            container_id: id.to_string(),
+            rootfs: e.rootfs.clone(),
+            stdout: stdout.display().to_string(),
+            stderr: stderr
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
+            terminal: e.tty,
+            ..Default::default()
+        };
+        let created = self.c.tasks().create(self.c.req(req)).await;
+        let pid = match created {
+            Ok(r) => r.into_inner().pid,
+            Err(s) => {
+                copier.close_after().await;
+                return Err(RuntimeError::containerd("create the task of", id, s));
+            }
+        };
+        let started = self
+            .c
+            .tasks()
+            .start(self.c.req(StartRequest {
+                container_id: id.to_string(),
+                exec_id: String::new(),
+            }))
+            .await;
+        if let Err(s) = started {
+            self.delete_task(id).await;
+            copier.close_after().await;
+            return Err(RuntimeError::containerd("start the task of", id, s));
+        }
+        t.started_at = Some(crate::status::now().0);
+        t.copier = Some(copier);
+        *e.pid.lock().unwrap_or_else(|p| p.into_inner()) = Some(pid);
+        Ok(())
+    }
+
+    async fn delete_task(&self, id: &str) -> Option<u32> {
+        let r = self
+            .c
+            .tasks()
+            .delete(self.c.req(DeleteTaskRequest {
+                container_id: id.to_string(),
+            }))
+            .await;
+        match r {
+            Ok(r) => Some(r.into_inner().exit_status),
+            Err(s) if s.code() == Code::NotFound => None,
+            Err(s) => {
+                tracing::debug!(container = id, error = %s, "delete task");
+                None
+            }
+        }
+    }
+
+    async fn kill(&self, id: &str, signal: u32, all: bool) -> Result<(), Status> {
+        let req = KillRequest {
+            container_id: id.to_string(),
+            exec_id: String::new(),
+            signal,
+            all,
+        };
+        self.c.tasks().kill(self.c.req(req)).await.map(|_| ())
+    }
+
+    /// Wait for the task of `id` to exit, at most `limit`: whether it did.
+    async fn exited_within(&self, id: &str, limit: Duration) -> bool {
+        let req = WaitRequest {
+            container_id: id.to_string(),
+            exec_id: String::new(),
+        };
+        let mut tasks = self.c.tasks();
+        let wait = tasks.wait(self.c.req(req));
+        match tokio::time::timeout(limit, wait).await {
+            Ok(Ok(_)) => true,
+            Ok(Err(s)) => s.code() == Code::NotFound,
+            Err(_) => false,
+        }
+    }
+
+    /// Wait for the task's exit, read the OOM verdict, delete the task and finish its log.
+    async fn wait_inner(&self, id: &str) -> Exit {
+        let Some(e) = self.entry(id) else {
+            return Exit {
+                code: -1,
+                ..Default::default()
+            };
+        };
+        let req = WaitRequest {
+            container_id: id.to_string(),
+            exec_id: String::new(),
+        };
+        let waited = self.c.tasks().wait(self.c.req(req)).await;
+        let mut t = e.task.lock().await;
+        let (code, finished_at) = match waited {
+            Ok(r) => {
+                let r = r.into_inner();
+                let at = r
+                    .exited_at
+                    .and_then(|t| Timestamp::new(t.seconds, t.nanos).ok())
+                    .filter(|t| t.as_second() > 0);
+                (i64::from(r.exit_status), at)
+            }
+            // No task: it ended and was deleted already (a second wait).
+            Err(s) if s.code() == Code::NotFound => {
+                return t.last_exit.clone().unwrap_or(Exit {
+                    code: -1,
+                    ..Default::default()
+                });
+            }
+            Err(s) => {
+                tracing::warn!(container = id, error = %s, "waiting for a task failed");
+                (-1, None)
+            }
+        };
+        let oom_killed = oom_kills(id) > 0;
+        self.delete_task(id).await;
+        *e.pid.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        if let Some(c) = t.copier.take() {
+            c.close_after().await;
+        }
+        let exit = Exit {
+            code,
+            oom_killed,
+            memory_limited: e.memory_limited,
+            started_at: t.started_at,
+            finished_at,
+            image_id: e.image_id.clone(),
+        };
+        t.last_exit = Some(exit.clone());
+        exit
+    }
+
+    async fn remove_one(&self, id: &str) {
+        let _ = self.kill(id, 9, true).await;
+        self.exited_within(id, Duration::from_secs(10)).await;
+        self.delete_task(id).await;
+        let entry = self.entries.lock().unwrap_or_else(|p| p.into_inner()).remove(id);
+        if let Some(e) = &entry
+            && let Some(c) = e.task.lock().await.copier.take()
+        {
+            c.close_after().await;
+        }
+        let r = self
+            .c
+            .containers()
+            .delete(self.c.req(DeleteContainerRequest { id: id.to_string() }))
+            .await;
+        if let Err(s) = r
+            && s.code() != Code::NotFound
+        {
+            tracing::warn!(container = id, error = %s, "could not remove container");
+        }
+        self.remove_snapshot(id).await;
+        let _ = std::fs::remove_dir_all(self.dir.join(id));
+        // Only when empty: the last container of the node is gone.
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+fn not_ours(id: &str) -> RuntimeError {
+    RuntimeError::containerd("find", id, Status::not_found("no such container on this node"))
+}
+
+/// Make a FIFO at `path`.
+fn make_fifo(path: &Path) -> RuntimeResult<()> {
+    use rustix::fs::{FileType, Mode};
+    let _ = std::fs::remove_file(path);
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        path,
+        FileType::Fifo,
+        Mode::from_raw_mode(0o600),
+        0,
+    )
+    .map_err(|e| RuntimeError::io("make the FIFO", path, e.into()))
+}
+
+/// The OOM kills counted in the cgroup of container `id` (v1 `memory.oom_control`, v2
+/// `memory.events`); 0 when the cgroup cannot be read.
+fn oom_kills(id: &str) -> u64 {
+    let files = [
+        format!("/sys/fs/cgroup/memory/argoexec/{id}/memory.oom_control"),
+        format!("/sys/fs/cgroup/argoexec/{id}/memory.events"),
+    ];
+    files
+        .iter()
+        .filter_map(|f| std::fs::read_to_string(f).ok())
+        .flat_map(|s| {
+            s.lines()
+                .filter_map(|l| l.strip_prefix("oom_kill ")?.trim().parse::<u64>().ok())
+                .collect::<Vec<_>>()
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+/// A signal's number from its name (`KILL`, `SIGTERM`, `9`).
+fn signal_number(name: &str) -> Option<u32> {
+    let n = name.trim_start_matches("SIG");
+    Some(match n {
+        "HUP" => 1,
+        "INT" => 2,
+        "QUIT" => 3,
+        "KILL" => 9,
+        "USR1" => 10,
+        "USR2" => 12,
+        "TERM" => 15,
+        "STOP" => 19,
+        "CONT" => 18,
+        other => return other.parse().ok(),
+    })
+}
+
+impl ContainerRuntime for ContainerdRuntime {
+    fn scheme(&self) -> &'static str {
+        "containerd"
+    }
+
+    fn image(&self, reference: &str) -> BoxFuture<'_, RuntimeResult<Option<ImageInfo>>> {
+        let reference = reference.to_string();
+        Box::pin(async move {
+            Ok(image::config(&self.c, &reference).await?.map(|i| ImageInfo {
+                id: i.id,
+                user: i.user,
+            }))
+        })
+    }
+
+    fn export_image<'a>(&'a self, reference: &'a str, into: &'a Path) -> BoxFuture<'a, RuntimeResult<()>> {
+        Box::pin(async move {
+            let image = image::config(&self.c, reference)
+                .await?
+                .ok_or_else(|| RuntimeError::Image {
+                    image: reference.to_string(),
+                    message: "not present in containerd".into(),
+                })?;
+            image::apply_layers(&self.c, &image, into).await
+        })
+    }
+
+    fn run_sandbox(
+        &self,
+        spec: SandboxSpec,
+    ) -> BoxFuture<'_, Result<String, (Option<String>, RuntimeError)>> {
+        Box::pin(async move {
+            let c = ContainerSpec {
+                name: spec.name,
+                image: spec.image,
+                entrypoint: Some(spec.command),
+                cmd: Some(Vec::new()),
+                labels: spec.labels,
+                ..Default::default()
+            };
+            let id = self.create_inner(c, true).await.map_err(|e| (None, e))?;
+            self.start_inner(&id).await.map_err(|e| (Some(id.clone()), e))?;
+            Ok(id)
+        })
+    }
+
+    fn create(&self, spec: ContainerSpec) -> BoxFuture<'_, RuntimeResult<String>> {
+        Box::pin(self.create_inner(spec, false))
+    }
+
+    fn start<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), (RuntimeError, Option<i64>)>> {
+        Box::pin(async move { self.start_inner(id).await.map_err(|e| (e, None)) })
+    }
+
+    fn wait<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Exit> {
+        Box::pin(self.wait_inner(id))
+    }
+
+    fn stop<'a>(&'a self, id: &'a str, grace: Duration) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            if self.kill(id, 15, false).await.is_err() {
+                return;
+            }
+            if !self.exited_within(id, grace).await
+                && let Err(s) = self.kill(id, 9, true).await
+            {
+                tracing::debug!(container = id, error = %s, "kill task");
+            }
+        })
+    }
+
+    fn signal<'a>(&'a self, id: &'a str, signal: &'a str) -> BoxFuture<'a, RuntimeResult<()>> {
+        Box::pin(async move {
+            let n = signal_number(signal).ok_or_else(|| RuntimeError::Image {
+                image: id.to_string(),
+                message: format!("unknown signal {signal:?}"),
+            })?;
+            self.kill(id, n, false)
+                .await
+                .map_err(|s| RuntimeError::containerd("signal the task of", id, s))
+        })
+    }
+
+    fn remove<'a>(&'a self, ids: &'a [String]) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            futures::future::join_all(ids.iter().map(|id| self.remove_one(id))).await;
+        })
+    }
+
+    fn list<'a>(&'a self, key: &'a str, value: &'a str) -> BoxFuture<'a, RuntimeResult<Vec<String>>> {
+        Box::pin(async move {
+            let req = ListContainersRequest {
+                filters: vec![format!("labels.\"{key}\"==\"{value}\"")],
+            };
+            let r = self.c.containers().list(self.c.req(req)).await.map_err(|s| {
+                RuntimeError::containerd("list containers labelled", format!("{key}={value}"), s)
+            })?;
+            Ok(r.into_inner().containers.into_iter().map(|c| c.id).collect())
+        })
+    }
+
+    fn logs(&self, id: &str, request: LogRequest) -> BoxStream<'static, std::io::Result<Bytes>> {
+        match self.entry(id) {
+            Some(e) => e.log.stream(request),
+            None => Box::pin(futures::stream::once(futures::future::ready(Err(
+                std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    format!("no container {id} on this node"),
+                ),
+            )))),
+        }
+    }
+
+    fn exec(&self, id: &str, request: ExecRequest) -> BoxFuture<'static, RuntimeResult<ExecHandle>> {
+        let entry = self.entry(id);
+        let c = self.c.clone();
+        let id = id.to_string();
+        Box::pin(async move {
+            let e = entry.ok_or_else(|| not_ours(&id))?;
+            exec::start(c, id, &e.spec, &e.dir, request).await
+        })
+    }
+}
