@@ -40,6 +40,7 @@ fn skip() -> bool {
 async fn server(state: &std::path::Path) -> NodeServer {
     let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
     let node = NodeConfig {
+        runtime: argoexec_node::RuntimeChoice::from_env(),
         state_dir: state.to_path_buf(),
         node_label: format!("crd-{}", std::process::id()),
         ..Default::default()

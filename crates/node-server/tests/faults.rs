@@ -43,6 +43,7 @@ async fn server(state: &std::path::Path, test: &str, faults: &str) -> (NodeServe
     let label = format!("faults-{test}-{}", std::process::id());
     let sweep = Sweep(label.clone());
     let node = NodeConfig {
+        runtime: argoexec_node::RuntimeChoice::from_env(),
         state_dir: state.to_path_buf(),
         node_label: label,
         ..Default::default()

@@ -58,6 +58,7 @@ fn label(test: &str) -> String {
 async fn server_with(state: &std::path::Path, cert: argoexec_node_server::KubeletCert) -> NodeServer {
     let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
     let node = NodeConfig {
+        runtime: argoexec_node::RuntimeChoice::from_env(),
         state_dir: state.to_path_buf(),
         node_label: label(match cert {
             argoexec_node_server::KubeletCert::ClusterCaIp => "ip",
@@ -265,7 +266,11 @@ async fn kube_rs_agrees_with_both_endpoints() {
         .await
         .unwrap();
     assert!(
-        list.contains("\"PodList\"") && list.contains("docker://"),
+        list.contains("\"PodList\"")
+            && list.contains(&format!(
+                "\"{}://",
+                argoexec_node::RuntimeChoice::from_env().name()
+            )),
         "{list}"
     );
 
@@ -394,6 +399,7 @@ async fn raw_websocket_exec_frames() {
     let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
     let s = NodeServer::start(ServerConfig {
         node: NodeConfig {
+            runtime: argoexec_node::RuntimeChoice::from_env(),
             state_dir: state.path().to_path_buf(),
             node_label: label("raw"),
             ..Default::default()

@@ -41,6 +41,7 @@ async fn server(state: &std::path::Path, test: &str) -> (NodeServer, Sweep) {
     let label = format!("secrets-{test}-{}", std::process::id());
     let sweep = Sweep(label.clone());
     let node = NodeConfig {
+        runtime: argoexec_node::RuntimeChoice::from_env(),
         state_dir: state.to_path_buf(),
         node_label: label,
         ..Default::default()

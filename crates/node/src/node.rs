@@ -47,6 +47,16 @@ impl RuntimeChoice {
         }
     }
 
+    /// The runtime the environment names for test suites: `ARGOEXEC_NODE_RUNTIME=containerd`
+    /// gives [`Self::containerd`], anything else Docker (scripts/test.sh runs some suites
+    /// once more on containerd this way).
+    pub fn from_env() -> Self {
+        match std::env::var("ARGOEXEC_NODE_RUNTIME").as_deref() {
+            Ok("containerd") => Self::containerd(),
+            _ => Self::Docker,
+        }
+    }
+
     /// `docker` or `containerd`.
     pub fn name(&self) -> &'static str {
         match self {

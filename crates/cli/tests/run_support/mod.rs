@@ -22,16 +22,35 @@ pub const ALL_EXECUTORS: [&str; 5] = ["emissary", "docker", "kubelet", "k8sapi",
 pub const STDOUT_ONLY: [&str; 2] = ["emissary", "docker"];
 
 /// `list`, narrowed to the comma-separated `ARGOEXEC_TEST_EXECUTORS` when it is set (for
-/// iterating on one backend locally; CI leaves it unset and runs every executor).
+/// iterating on one backend locally; CI leaves it unset and runs every executor), without
+/// `docker` on a containerd node (`ARGOEXEC_RUNTIME=containerd`: it has no Docker Engine).
 pub fn only(list: &[&'static str]) -> Vec<&'static str> {
+    let list = list
+        .iter()
+        .copied()
+        .filter(|e| !(on_containerd() && *e == "docker"));
     match std::env::var("ARGOEXEC_TEST_EXECUTORS") {
-        Ok(v) if !v.is_empty() => list
-            .iter()
-            .copied()
-            .filter(|e| v.split(',').any(|x| x == *e))
-            .collect(),
-        _ => list.to_vec(),
+        Ok(v) if !v.is_empty() => list.filter(|e| v.split(',').any(|x| x == *e)).collect(),
+        _ => list.collect(),
     }
+}
+
+/// Whether the runs go to a containerd node: `ARGOEXEC_RUNTIME=containerd`, which
+/// `argoexec run` reads as `--runtime` (scripts/test.sh runs a subset so).
+pub fn on_containerd() -> bool {
+    std::env::var("ARGOEXEC_RUNTIME").as_deref() == Ok("containerd")
+}
+
+/// `ctr` on the project's containerd, in the node's namespace.
+fn ctr() -> Command {
+    let mut c = Command::new("ctr");
+    c.args([
+        "--address",
+        "/run/argoexec-containerd/containerd.sock",
+        "-n",
+        "argoexec",
+    ]);
+    c
 }
 
 const DOCKER: &str = "/usr/bin/docker";
@@ -41,6 +60,19 @@ pub fn docker_available() -> bool {
     if std::env::var("ARGOEXEC_SKIP_DOCKER_TESTS").as_deref() == Ok("1") {
         eprintln!("skipped: ARGOEXEC_SKIP_DOCKER_TESTS=1");
         return false;
+    }
+    if on_containerd() {
+        let out = ctr()
+            .args(["images", "check", "name~=library/(argoexec:dev|busybox:latest)$"])
+            .output();
+        let listed = out.map_or(0, |o| {
+            String::from_utf8_lossy(&o.stdout).matches("complete").count()
+        });
+        assert_eq!(
+            listed, 2,
+            "containerd with images argoexec:dev and busybox:latest is required; run `bash scripts/setup.sh`"
+        );
+        return true;
     }
     let ok = Command::new(docker())
         .args(["image", "inspect", "argoexec:dev", "busybox:latest"])
@@ -297,15 +329,27 @@ fn wait_output(mut child: std::process::Child, limit: Duration) -> std::process:
 /// No container with the run's node label, and no pod directory left in the state
 /// directory (the node's `images/` cache of image volumes is meant to stay).
 pub fn assert_nothing_left(label: &str, state: &Path) {
-    let out = Command::new(docker())
-        .args([
-            "ps",
-            "-aq",
-            "--filter",
-            &format!("label=io.argoexec-rs.node={label}"),
-        ])
-        .output()
-        .unwrap();
+    let out = if on_containerd() {
+        ctr()
+            .args([
+                "containers",
+                "ls",
+                "-q",
+                &format!("labels.\"io.argoexec-rs.node\"=={label}"),
+            ])
+            .output()
+            .unwrap()
+    } else {
+        Command::new(docker())
+            .args([
+                "ps",
+                "-aq",
+                "--filter",
+                &format!("label=io.argoexec-rs.node={label}"),
+            ])
+            .output()
+            .unwrap()
+    };
     let ids = String::from_utf8_lossy(&out.stdout).trim().to_string();
     assert!(
         out.status.success() && ids.is_empty(),

@@ -19,10 +19,7 @@ pub fn docker_ready() -> bool {
 /// The runtime under test: `ARGOEXEC_NODE_RUNTIME=containerd` runs the same tests on the
 /// project's containerd (scripts/containerd-up.sh); Docker otherwise.
 pub fn runtime() -> RuntimeChoice {
-    match std::env::var("ARGOEXEC_NODE_RUNTIME").as_deref() {
-        Ok("containerd") => RuntimeChoice::containerd(),
-        _ => RuntimeChoice::Docker,
-    }
+    RuntimeChoice::from_env()
 }
 
 /// Whether the runtime under test is containerd.

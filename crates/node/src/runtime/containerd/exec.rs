@@ -44,8 +44,10 @@ pub(super) async fn start(
     let fifo = |name: &str, wanted: bool| wanted.then(|| dir.join(format!("{exec_id}-{name}")));
     let io = Stdio {
         stdin: fifo("stdin", request.stdin),
-        stdout: fifo("stdout", request.stdout || request.tty),
-        stderr: fifo("stderr", request.stderr && !request.tty),
+        // The shim wants both outputs (one with a TTY); a stream not asked for is read and
+        // dropped, as Docker's exec does.
+        stdout: fifo("stdout", true),
+        stderr: fifo("stderr", !request.tty),
     };
     for p in [&io.stdin, &io.stdout, &io.stderr].into_iter().flatten() {
         make_fifo(p)?;
@@ -111,9 +113,14 @@ pub(super) async fn start(
     }
     tokio::spawn(async move {
         let (out_done_tx, out_done) = tokio::sync::watch::channel(false);
+        let wanted = [request.stdout || request.tty, request.stderr];
         let copies = [(stdout, OutputStream::Stdout), (stderr, OutputStream::Stderr)]
             .into_iter()
-            .filter_map(|(rx, s)| rx.map(|rx| tokio::spawn(copy(rx, s, d.output.clone(), out_done.clone()))))
+            .zip(wanted)
+            .filter_map(|((rx, s), wanted)| {
+                let out = wanted.then(|| d.output.clone());
+                rx.map(|rx| tokio::spawn(copy(rx, s, out, out_done.clone())))
+            })
             .collect::<Vec<_>>();
         drop(d.output);
         let inputs = tokio::spawn(feed(c.clone(), id.clone(), exec_id.clone(), stdin, d.input));
@@ -150,20 +157,31 @@ async fn delete_process(c: &Ctrd, id: &str, exec_id: &str) {
     }
 }
 
-/// Copy one output FIFO to the handle until the process is deleted, then drain it.
+/// Copy one output FIFO to the handle (`None`: read and drop) until the process is deleted,
+/// then drain it.
 async fn copy(
     mut rx: pipe::Receiver,
     stream: OutputStream,
-    out: mpsc::Sender<(OutputStream, Bytes)>,
+    out: Option<mpsc::Sender<(OutputStream, Bytes)>>,
     mut done: tokio::sync::watch::Receiver<bool>,
 ) {
+    let send = |data: &[u8]| {
+        let out = out.clone();
+        let data = Bytes::copy_from_slice(data);
+        async move {
+            match out {
+                Some(o) => o.send((stream, data)).await.is_ok(),
+                None => true,
+            }
+        }
+    };
     let mut buf = vec![0u8; 32 * 1024];
     loop {
         tokio::select! {
             r = rx.read(&mut buf) => match r {
                 Ok(0) | Err(_) => return,
                 Ok(n) => {
-                    if out.send((stream, Bytes::copy_from_slice(&buf[..n]))).await.is_err() {
+                    if !send(&buf[..n]).await {
                         return;
                     }
                 }
@@ -171,13 +189,8 @@ async fn copy(
             _ = done.changed() => break,
         }
     }
-    while let Ok(n) = rx.try_read(&mut buf) {
-        if n == 0
-            || out
-                .send((stream, Bytes::copy_from_slice(&buf[..n])))
-                .await
-                .is_err()
-        {
+    while let Some(n) = super::logio::drain_once(&rx, &mut buf) {
+        if !send(&buf[..n]).await {
             return;
         }
     }

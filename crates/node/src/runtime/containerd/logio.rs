@@ -230,11 +230,18 @@ async fn copy(
         }
     }
     // Drain what the shim wrote before it closed its end.
-    loop {
-        match rx.try_read(&mut buf) {
-            Ok(0) | Err(_) => return,
-            Ok(n) => log.write(stream, &buf[..n]),
-        }
+    while let Some(n) = drain_once(&rx, &mut buf) {
+        log.write(stream, &buf[..n]);
+    }
+}
+
+/// One read of what a FIFO holds now, straight from the descriptor (non-blocking): tokio's
+/// `try_read` answers from its cached readiness and would report an empty FIFO when the
+/// data arrived after the last wake-up. `None` when it is empty or closed.
+pub(crate) fn drain_once(rx: &pipe::Receiver, buf: &mut [u8]) -> Option<usize> {
+    match rustix::io::read(rx, buf) {
+        Ok(0) | Err(_) => None,
+        Ok(n) => Some(n),
     }
 }
 
