@@ -35,12 +35,13 @@ pub enum RuntimeError {
         #[source]
         source: Box<containerd_client::tonic::transport::Error>,
     },
-    /// An image cannot be used as the node needs it (no manifest for this platform, a
-    /// configuration that is not JSON, a user name to resolve, an absent sandbox).
-    #[error("image {image}: {message}")]
-    Image {
-        /// The image (or container) concerned.
-        image: String,
+    /// A request the runtime cannot carry out as asked: an image without a manifest for
+    /// this platform or with a configuration that is not JSON, a user name to resolve, a
+    /// sandbox that is not running, an unknown signal or capability.
+    #[error("{subject}: {message}")]
+    Invalid {
+        /// The image or container concerned.
+        subject: String,
         /// What is wrong.
         message: String,
     },
@@ -99,7 +100,7 @@ impl RuntimeError {
             Self::Docker { source, .. } => is_docker_not_found(source),
             Self::Containerd { source, .. } => source.code() == containerd_client::tonic::Code::NotFound,
             Self::Io { source, .. } => source.kind() == std::io::ErrorKind::NotFound,
-            Self::Connect { .. } | Self::Image { .. } => false,
+            Self::Connect { .. } | Self::Invalid { .. } => false,
         }
     }
 
@@ -112,7 +113,7 @@ impl RuntimeError {
                 other => other.to_string(),
             },
             Self::Containerd { source, .. } => source.message().to_string(),
-            Self::Image { message, .. } => message.clone(),
+            Self::Invalid { message, .. } => message.clone(),
             Self::Io { .. } | Self::Connect { .. } => self.to_string(),
         }
     }

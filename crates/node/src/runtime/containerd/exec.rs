@@ -15,7 +15,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::unix::pipe;
 use tokio::sync::mpsc;
 
-use super::{Ctrd, make_fifo};
+use super::Ctrd;
+use super::tasks::make_fifo;
 use crate::runtime::{ExecEnd, ExecHandle, ExecRequest, Input, OutputStream, RuntimeError, RuntimeResult};
 
 /// The type of an OCI process in an `Any`.

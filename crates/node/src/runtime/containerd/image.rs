@@ -153,8 +153,8 @@ fn pick_platform(index: &Value) -> Option<String> {
 }
 
 fn invalid(name: &str, what: &str) -> RuntimeError {
-    RuntimeError::Image {
-        image: name.to_string(),
+    RuntimeError::Invalid {
+        subject: name.to_string(),
         message: what.to_string(),
     }
 }
@@ -185,8 +185,8 @@ pub(crate) async fn blob(c: &Ctrd, digest: &str) -> RuntimeResult<Vec<u8>> {
 
 async fn json_blob(c: &Ctrd, digest: &str) -> RuntimeResult<Value> {
     let bytes = blob(c, digest).await?;
-    serde_json::from_slice(&bytes).map_err(|e| RuntimeError::Image {
-        image: digest.to_string(),
+    serde_json::from_slice(&bytes).map_err(|e| RuntimeError::Invalid {
+        subject: digest.to_string(),
         message: format!("not JSON: {e}"),
     })
 }

@@ -19,6 +19,7 @@ mod exec;
 pub(crate) mod image;
 mod logio;
 mod spec;
+mod tasks;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -30,9 +31,9 @@ use containerd_client::services::v1::container::Runtime;
 use containerd_client::services::v1::snapshots::snapshots_client::SnapshotsClient;
 use containerd_client::services::v1::snapshots::{PrepareSnapshotRequest, RemoveSnapshotRequest};
 use containerd_client::services::v1::{
-    Container, CreateContainerRequest, CreateTaskRequest, DeleteContainerRequest, DeleteTaskRequest,
-    KillRequest, ListContainersRequest, StartRequest, WaitRequest, containers_client::ContainersClient,
-    content_client::ContentClient, images_client::ImagesClient, tasks_client::TasksClient,
+    Container, CreateContainerRequest, DeleteContainerRequest, ListContainersRequest,
+    containers_client::ContainersClient, content_client::ContentClient, images_client::ImagesClient,
+    tasks_client::TasksClient,
 };
 use containerd_client::tonic::transport::Channel;
 use containerd_client::tonic::{Code, Request, Status};
@@ -44,6 +45,7 @@ use prost_types::Any;
 
 use self::image::ImageConfig;
 use self::logio::{Copier, LogFile};
+use self::tasks::signal_number;
 use super::{
     ContainerRuntime, ContainerSpec, ExecHandle, ExecRequest, Exit, ImageInfo, LogRequest, RuntimeError,
     RuntimeResult, SandboxSpec,
@@ -165,8 +167,8 @@ impl ContainerdRuntime {
     async fn create_inner(&self, spec: ContainerSpec, is_sandbox: bool) -> RuntimeResult<String> {
         let image = image::config(&self.c, &spec.image)
             .await?
-            .ok_or_else(|| RuntimeError::Image {
-                image: spec.image.clone(),
+            .ok_or_else(|| RuntimeError::Invalid {
+                subject: spec.image.clone(),
                 message: "not present in containerd (import it: scripts/containerd-up.sh)".into(),
             })?;
         let sandbox = if is_sandbox {
@@ -175,17 +177,18 @@ impl ContainerdRuntime {
             let pid = self
                 .entry(&spec.sandbox)
                 .and_then(|e| *e.pid.lock().unwrap_or_else(|p| p.into_inner()));
-            let pid = pid.ok_or_else(|| RuntimeError::Image {
-                image: spec.image.clone(),
+            let pid = pid.ok_or_else(|| RuntimeError::Invalid {
+                subject: spec.image.clone(),
                 message: format!("the sandbox {} is not running", spec.sandbox),
             })?;
             Some(spec::SandboxNs { pid })
         };
         let id = crate::node::new_uid().replace('-', "");
-        let oci = spec::runtime_spec(&id, &spec, &image, sandbox).map_err(|message| RuntimeError::Image {
-            image: spec.image.clone(),
-            message,
-        })?;
+        let oci =
+            spec::runtime_spec(&id, &spec, &image, sandbox).map_err(|message| RuntimeError::Invalid {
+                subject: spec.image.clone(),
+                message,
+            })?;
         let container = Container {
             id: id.clone(),
             labels: spec.labels.clone(),
@@ -270,231 +273,10 @@ impl ContainerdRuntime {
             tracing::warn!(container = id, error = %s, "could not remove a snapshot");
         }
     }
-
-    /// Create and start a new task of container `id`.
-    async fn start_inner(&self, id: &str) -> RuntimeResult<()> {
-        let e = self.entry(id).ok_or_else(|| not_ours(id))?;
-        let mut t = e.task.lock().await;
-        t.starts += 1;
-        let stdout = e.dir.join(format!("{}-stdout", t.starts));
-        let stderr = (!e.tty).then(|| e.dir.join(format!("{}-stderr", t.starts)));
-        for p in std::iter::once(&stdout).chain(stderr.as_ref()) {
-            make_fifo(p)?;
-        }
-        let copier = e.log.attach(&stdout, stderr.as_deref())?;
-        let req = CreateTaskRequest {
-            container_id: id.to_string(),
-            rootfs: e.rootfs.clone(),
-            stdout: stdout.display().to_string(),
-            stderr: stderr
-                .as_ref()
-                .map(|p| p.display().to_string())
-                .unwrap_or_default(),
-            terminal: e.tty,
-            ..Default::default()
-        };
-        let created = self.c.tasks().create(self.c.req(req)).await;
-        let pid = match created {
-            Ok(r) => r.into_inner().pid,
-            Err(s) => {
-                copier.close_after().await;
-                return Err(RuntimeError::containerd("create the task of", id, s));
-            }
-        };
-        let started = self
-            .c
-            .tasks()
-            .start(self.c.req(StartRequest {
-                container_id: id.to_string(),
-                exec_id: String::new(),
-            }))
-            .await;
-        if let Err(s) = started {
-            self.delete_task(id).await;
-            copier.close_after().await;
-            return Err(RuntimeError::containerd("start the task of", id, s));
-        }
-        t.started_at = Some(crate::status::now().0);
-        t.copier = Some(copier);
-        *e.pid.lock().unwrap_or_else(|p| p.into_inner()) = Some(pid);
-        Ok(())
-    }
-
-    async fn delete_task(&self, id: &str) -> Option<u32> {
-        let r = self
-            .c
-            .tasks()
-            .delete(self.c.req(DeleteTaskRequest {
-                container_id: id.to_string(),
-            }))
-            .await;
-        match r {
-            Ok(r) => Some(r.into_inner().exit_status),
-            Err(s) if s.code() == Code::NotFound => None,
-            Err(s) => {
-                tracing::debug!(container = id, error = %s, "delete task");
-                None
-            }
-        }
-    }
-
-    async fn kill(&self, id: &str, signal: u32, all: bool) -> Result<(), Status> {
-        let req = KillRequest {
-            container_id: id.to_string(),
-            exec_id: String::new(),
-            signal,
-            all,
-        };
-        self.c.tasks().kill(self.c.req(req)).await.map(|_| ())
-    }
-
-    /// Wait for the task of `id` to exit, at most `limit`: whether it did.
-    async fn exited_within(&self, id: &str, limit: Duration) -> bool {
-        let req = WaitRequest {
-            container_id: id.to_string(),
-            exec_id: String::new(),
-        };
-        let mut tasks = self.c.tasks();
-        let wait = tasks.wait(self.c.req(req));
-        match tokio::time::timeout(limit, wait).await {
-            Ok(Ok(_)) => true,
-            Ok(Err(s)) => s.code() == Code::NotFound,
-            Err(_) => false,
-        }
-    }
-
-    /// Wait for the task's exit, read the OOM verdict, delete the task and finish its log.
-    async fn wait_inner(&self, id: &str) -> Exit {
-        let Some(e) = self.entry(id) else {
-            return Exit {
-                code: -1,
-                ..Default::default()
-            };
-        };
-        let req = WaitRequest {
-            container_id: id.to_string(),
-            exec_id: String::new(),
-        };
-        let waited = self.c.tasks().wait(self.c.req(req)).await;
-        let mut t = e.task.lock().await;
-        let (code, finished_at) = match waited {
-            Ok(r) => {
-                let r = r.into_inner();
-                let at = r
-                    .exited_at
-                    .and_then(|t| Timestamp::new(t.seconds, t.nanos).ok())
-                    .filter(|t| t.as_second() > 0);
-                (i64::from(r.exit_status), at)
-            }
-            // No task: it ended and was deleted already (a second wait).
-            Err(s) if s.code() == Code::NotFound => {
-                return t.last_exit.clone().unwrap_or(Exit {
-                    code: -1,
-                    ..Default::default()
-                });
-            }
-            Err(s) => {
-                tracing::warn!(container = id, error = %s, "waiting for a task failed");
-                (-1, None)
-            }
-        };
-        let oom_killed = oom_kills(id) > 0;
-        self.delete_task(id).await;
-        *e.pid.lock().unwrap_or_else(|p| p.into_inner()) = None;
-        if let Some(c) = t.copier.take() {
-            c.close_after().await;
-        }
-        let exit = Exit {
-            code,
-            oom_killed,
-            memory_limited: e.memory_limited,
-            started_at: t.started_at,
-            finished_at,
-            image_id: e.image_id.clone(),
-        };
-        t.last_exit = Some(exit.clone());
-        exit
-    }
-
-    async fn remove_one(&self, id: &str) {
-        let _ = self.kill(id, 9, true).await;
-        self.exited_within(id, Duration::from_secs(10)).await;
-        self.delete_task(id).await;
-        let entry = self.entries.lock().unwrap_or_else(|p| p.into_inner()).remove(id);
-        if let Some(e) = &entry
-            && let Some(c) = e.task.lock().await.copier.take()
-        {
-            c.close_after().await;
-        }
-        let r = self
-            .c
-            .containers()
-            .delete(self.c.req(DeleteContainerRequest { id: id.to_string() }))
-            .await;
-        if let Err(s) = r
-            && s.code() != Code::NotFound
-        {
-            tracing::warn!(container = id, error = %s, "could not remove container");
-        }
-        self.remove_snapshot(id).await;
-        let _ = std::fs::remove_dir_all(self.dir.join(id));
-        // Only when empty: the last container of the node is gone.
-        let _ = std::fs::remove_dir(&self.dir);
-    }
 }
 
 fn not_ours(id: &str) -> RuntimeError {
     RuntimeError::containerd("find", id, Status::not_found("no such container on this node"))
-}
-
-/// Make a FIFO at `path`.
-fn make_fifo(path: &Path) -> RuntimeResult<()> {
-    use rustix::fs::{FileType, Mode};
-    let _ = std::fs::remove_file(path);
-    rustix::fs::mknodat(
-        rustix::fs::CWD,
-        path,
-        FileType::Fifo,
-        Mode::from_raw_mode(0o600),
-        0,
-    )
-    .map_err(|e| RuntimeError::io("make the FIFO", path, e.into()))
-}
-
-/// The OOM kills counted in the cgroup of container `id` (v1 `memory.oom_control`, v2
-/// `memory.events`); 0 when the cgroup cannot be read.
-fn oom_kills(id: &str) -> u64 {
-    let files = [
-        format!("/sys/fs/cgroup/memory/argoexec/{id}/memory.oom_control"),
-        format!("/sys/fs/cgroup/argoexec/{id}/memory.events"),
-    ];
-    files
-        .iter()
-        .filter_map(|f| std::fs::read_to_string(f).ok())
-        .flat_map(|s| {
-            s.lines()
-                .filter_map(|l| l.strip_prefix("oom_kill ")?.trim().parse::<u64>().ok())
-                .collect::<Vec<_>>()
-        })
-        .max()
-        .unwrap_or(0)
-}
-
-/// A signal's number from its name (`KILL`, `SIGTERM`, `9`).
-fn signal_number(name: &str) -> Option<u32> {
-    let n = name.trim_start_matches("SIG");
-    Some(match n {
-        "HUP" => 1,
-        "INT" => 2,
-        "QUIT" => 3,
-        "KILL" => 9,
-        "USR1" => 10,
-        "USR2" => 12,
-        "TERM" => 15,
-        "STOP" => 19,
-        "CONT" => 18,
-        other => return other.parse().ok(),
-    })
 }
 
 impl ContainerRuntime for ContainerdRuntime {
@@ -516,8 +298,8 @@ impl ContainerRuntime for ContainerdRuntime {
         Box::pin(async move {
             let image = image::config(&self.c, reference)
                 .await?
-                .ok_or_else(|| RuntimeError::Image {
-                    image: reference.to_string(),
+                .ok_or_else(|| RuntimeError::Invalid {
+                    subject: reference.to_string(),
                     message: "not present in containerd".into(),
                 })?;
             image::apply_layers(&self.c, &image, into).await
@@ -570,8 +352,8 @@ impl ContainerRuntime for ContainerdRuntime {
 
     fn signal<'a>(&'a self, id: &'a str, signal: &'a str) -> BoxFuture<'a, RuntimeResult<()>> {
         Box::pin(async move {
-            let n = signal_number(signal).ok_or_else(|| RuntimeError::Image {
-                image: id.to_string(),
+            let n = signal_number(signal).ok_or_else(|| RuntimeError::Invalid {
+                subject: id.to_string(),
                 message: format!("unknown signal {signal:?}"),
             })?;
             self.kill(id, n, false)
