@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Usage: scripts/bench.sh [--quick] [--only NAME,...] [--out FILE] [--note TEXT]
 #
-# Runs every benchmark of bench/src/bin (archive, emissary, run, layout, docker_copy, wait_notice,
+# Runs every benchmark of bench/src/bin (archive, emissary, run, layout, containerd, docker_copy, wait_notice,
 # base_layer, s3, taskresult, resource, footprint, gc, agent) one after another, collects the BENCH-ROW line each prints per figure,
 # prints one markdown table (figure | ours | baseline | ratio | goal | met) and writes it to
 # FILE (default docs/performance.md) with the date (UTC), the machine (nproc, CPU model,
@@ -18,7 +18,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-all=(archive emissary run layout docker_copy wait_notice base_layer s3 taskresult resource footprint gc agent)
+all=(archive emissary run layout containerd docker_copy wait_notice base_layer s3 taskresult resource footprint gc agent)
 command_line="bash scripts/bench.sh$(printf ' %q' "$@")"
 quick=0 only="" out=docs/performance.md note=""
 while [ $# -gt 0 ]; do
@@ -54,6 +54,7 @@ args_for() {
       emissary) echo "--runs 20" ;;
       run) echo "$rel 3" ;;
       layout) echo "$rel 3" ;;
+      containerd) echo "$rel 3" ;;
       docker_copy) echo "--size-mib 64 --runs 1" ;;
       wait_notice) echo "$rel 5" ;;
       base_layer) echo "$rel 64 1" ;;
@@ -70,6 +71,7 @@ args_for() {
       emissary) echo "--runs 200" ;;
       run) echo "$rel 10" ;;
       layout) echo "$rel 10" ;;
+      containerd) echo "$rel 10" ;;
       docker_copy) echo "--size-mib 1024 --runs 3" ;;
       wait_notice) echo "$rel 50" ;;
       base_layer) echo "$rel 1024 3" ;;
@@ -134,7 +136,7 @@ if wants footprint; then
     bash scripts/image.sh --tag footprint --no-archive
 fi
 if wants s3 || wants gc; then step "awscli venv (scripts/pyenv.sh awscli)" "s3 gc" bash scripts/pyenv.sh awscli; fi
-step "release build of argoexec" "emissary run layout wait_notice base_layer resource" \
+step "release build of argoexec" "emissary run layout containerd wait_notice base_layer resource" \
   cargo build --release --locked -p argoexec -p argoexec-emissary -p argoexec-local
 step "release build of the benchmarks" "${all[*]}" \
   cargo build --release --locked -p argoexec-bench --bins

@@ -2,8 +2,9 @@
 # The release image, checked as a user gets it: scripts/image.sh builds argoexec-rs:TAG and
 # TAG-nonroot and their `docker save` archive; the images are removed, the archive loaded
 # back, and each image must have its entrypoint, user, OCI labels and programs (the local
-# tools must not be there), and only the emissary executor (init refuses the others). Also imported into containerd's store with `ctr` when a
-# containerd answers. Run by scripts/test.sh after the cargo tests.
+# tools must not be there), and only the emissary executor (init refuses the others). The
+# same archive is imported into the local node's containerd, where the nonroot image runs
+# hello-world. Run by scripts/test.sh after the cargo tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DOCKER=${DOCKER:-docker}
@@ -46,12 +47,19 @@ user=$("$DOCKER" image inspect -f '{{.Config.User}}' "$name:$tag-nonroot")
 [ "$user" = 8737 ] || fail "nonroot user is '$user'"
 root_user=$("$DOCKER" image inspect -f '{{.Config.User}}' "$name:$tag")
 [ -z "$root_user" ] || fail "root image user is '$root_user'"
-if command -v ctr >/dev/null && ctr version >/dev/null 2>&1; then
-  ctr -n argoexec-check images import "$archive" >/dev/null || fail "ctr images import"
-  ctr -n argoexec-check images ls -q | grep -q "$name:$tag-nonroot" || fail "ctr lists no $name:$tag-nonroot"
-  ctr -n argoexec-check images rm "docker.io/library/$name:$tag" "docker.io/library/$name:$tag-nonroot" >/dev/null 2>&1 || true
-  echo "check-image: ctr images import: ok"
-else
-  echo "check-image: ctr images import: skipped (no containerd answering)"
-fi
+# containerd takes the same archive: imported into the local node's containerd (scripts/
+# containerd-up.sh), the nonroot image runs hello-world there as the executor and pause image.
+sock=/run/argoexec-containerd/containerd.sock
+ctr --address "$sock" version >/dev/null 2>&1 || fail "the local node's containerd does not answer (bash scripts/containerd-up.sh)"
+ctr_() { ctr --address "$sock" -n argoexec "$@"; }
+trap '"$DOCKER" image rm -f "$name:$tag" "$name:$tag-nonroot" >/dev/null 2>&1 || true; rm -f "$archive"
+  ctr_ images rm "docker.io/library/$name:$tag" "docker.io/library/$name:$tag-nonroot" >/dev/null 2>&1 || true' EXIT
+ctr_ images import "$archive" >/dev/null || fail "ctr images import"
+ctr_ images ls -q | grep -q "$name:$tag-nonroot" || fail "ctr lists no $name:$tag-nonroot"
+bin=${CARGO_TARGET_DIR:-target}/debug/argoexec
+[ -x "$bin" ] || cargo build --locked -p argoexec -p argoexec-local
+out=$("$bin" run --runtime containerd --executor-image "$name:$tag-nonroot" examples/hello-world.yaml 2>&1) ||
+  fail "hello-world on containerd with $name:$tag-nonroot: $(echo "$out" | tail -3)"
+[[ "$out" == *"result:     hello world"* ]] || fail "hello-world on containerd printed: $out"
+echo "check-image: ctr images import, hello-world on containerd with $name:$tag-nonroot: ok"
 echo "check-image: ok ($(stat -c %s "$archive") bytes archive; $name:$tag and $name:$tag-nonroot)"

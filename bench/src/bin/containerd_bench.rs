@@ -1,0 +1,113 @@
+//! The local node on containerd (issue 22): `argoexec run examples/hello-world.yaml` on
+//! `--runtime containerd` against a bare `ctr run --rm` of the same image and command on the
+//! same containerd (what one container costs there, with no pod, no executor and no API),
+//! and against the same run on `--runtime docker`, alternated, median of N (default 10).
+//!
+//! Usage: `containerd_bench [ARGOEXEC_BINARY] [N]` (default `target/release/argoexec`, 10).
+//! Needs the Docker Engine, the project's containerd and the local images imported into it
+//! (`bash scripts/setup.sh`). Prints `BENCH-ROW` lines (bench `containerd`); the goal is the
+//! issue's: the run within 3× the bare `ctr run`.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use argoexec_bench::{Row, speed_ratio};
+
+const SOCKET: &str = "/run/argoexec-containerd/containerd.sock";
+
+/// Time one command to its exit; an error names it with its last line of stderr.
+fn timed(cmd: &mut Command) -> Result<Duration, String> {
+    let t = Instant::now();
+    let out = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+        .map_err(|e| format!("{cmd:?}: {e}"))?;
+    let took = t.elapsed();
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let last = err.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
+        return Err(format!("{cmd:?} failed ({}): {last}", out.status));
+    }
+    Ok(took)
+}
+
+fn run(bin: &str, runtime: &str) -> Result<Duration, String> {
+    timed(Command::new(bin).args([
+        "run",
+        "-o",
+        "json",
+        "--runtime",
+        runtime,
+        "examples/hello-world.yaml",
+    ]))
+}
+
+fn bare_ctr(i: usize) -> Result<Duration, String> {
+    let id = format!("bench-{}-{i}", std::process::id());
+    timed(Command::new("ctr").args([
+        "--address",
+        SOCKET,
+        "-n",
+        "argoexec",
+        "run",
+        "--rm",
+        "docker.io/library/busybox:latest",
+        &id,
+        "echo",
+        "hello world",
+    ]))
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let bin = args.next().unwrap_or_else(|| "target/release/argoexec".into());
+    let n: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(10).max(1);
+    let (mut on_ctrd, mut bare, mut on_docker) = (Vec::new(), Vec::new(), Vec::new());
+    let measured = (0..n).try_for_each(|i| {
+        on_ctrd.push(run(&bin, "containerd")?);
+        bare.push(bare_ctr(i)?);
+        on_docker.push(run(&bin, "docker")?);
+        Ok::<_, String>(())
+    });
+    let figure = |what: &str| format!("hello-world, {what}, median of {n}");
+    if let Err(e) = measured {
+        eprintln!("containerd_bench: {e}");
+        Row::failed("containerd", figure("argoexec run on containerd"), e).emit();
+        std::process::exit(1);
+    }
+    let (c, b, d) = (median(on_ctrd), median(bare), median(on_docker));
+    println!(
+        "argoexec run on containerd {:.0} ms, bare ctr run --rm {:.0} ms, argoexec run on Docker {:.0} ms",
+        ms(c),
+        ms(b),
+        ms(d)
+    );
+    let ratio = ms(c) / ms(b);
+    Row::new(
+        "containerd",
+        figure("argoexec run --runtime containerd (a whole pod: init, wait, main, API, cleanup)"),
+        format!("{:.0} ms", ms(c)),
+    )
+    .baseline(format!("bare `ctr run --rm` of busybox echo: {:.0} ms", ms(b)))
+    .ratio(format!("{ratio:.2}x the bare container"))
+    .goal("≤ 3x the bare ctr run", ratio <= 3.0)
+    .emit();
+    Row::new(
+        "containerd",
+        figure("argoexec run, containerd against Docker"),
+        format!("containerd {:.0} ms", ms(c)),
+    )
+    .baseline(format!("Docker Engine {:.0} ms", ms(d)))
+    .ratio(speed_ratio(ms(c), ms(d)))
+    .emit();
+}
