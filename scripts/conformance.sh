@@ -7,7 +7,8 @@
 # Environment: ARGOEXEC_KUBECTL_VERSIONS (default "1.27 1.33"), ARGOEXEC_VENV (see
 # scripts/pyenv.sh), ARGOEXEC_PYTEST_ARGS (extra pytest arguments, e.g. "-k exec"),
 # ARGOEXEC_NODE_READY_TIMEOUT (seconds to wait for the ready line, default 180),
-# ARGOEXEC_NODE_BIN (an argoexec binary to use instead of building target/debug/argoexec).
+# ARGOEXEC_NODE_BIN (an argoexec binary to use instead of building target/debug/argoexec),
+# ARGOEXEC_RUNTIME (the node's runtime: docker, the default, or containerd).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -63,6 +64,11 @@ fi
 cat <&"$node_fd" >>"$tmp/node.stdout.rest" &
 exec {node_fd}<&-
 echo "conformance: node ready: $ready"
+# The node runs on the runtime asked for (ARGOEXEC_RUNTIME, which `argoexec node` reads).
+want_runtime=${ARGOEXEC_RUNTIME:-docker}
+grep -q "runtime=\"$want_runtime\"" "$tmp/node.log" ||
+  { echo "conformance: FAIL - the node's log does not say runtime=\"$want_runtime\"" >&2; exit 1; }
+echo "conformance: runtime $want_runtime"
 
 read -r api kubelet kubeconfig node_name < <("$venv/bin/python" - "$ready" "$tmp/kubeconfig" <<'EOF'
 import json, sys

@@ -88,6 +88,7 @@ impl NodeServer {
     pub async fn start(config: ServerConfig) -> Result<Self, ServerError> {
         let node = LocalNode::connect(config.node.clone()).await?;
         let node_name = config.node.node_name.clone();
+        let runtime = config.node.runtime.name();
         let pki = Pki::generate(&node_name, config.kubelet_cert)?;
         let api_l = bind(config.api_port, "API server").await?;
         let kubelet_l = bind(config.kubelet_port, "kubelet").await?;
@@ -136,7 +137,7 @@ impl NodeServer {
         let shutdown = CancellationToken::new();
         let pki = Arc::new(Mutex::new(pki));
         let tasks = spawn_endpoints(&api, kubelet, &pki, (api_l, kubelet_l), fault_rx, &shutdown)?;
-        tracing::info!(api_port, kubelet_port, node = %node_name, "local node endpoints are up");
+        tracing::info!(api_port, kubelet_port, node = %node_name, runtime, "local node endpoints are up");
         Ok(Self {
             api,
             pki,
