@@ -95,7 +95,14 @@ pub(super) async fn start(
     };
     if let Err(s) = c.tasks().exec(c.req(req)).await {
         cleanup(&io);
-        return Err(RuntimeError::containerd("exec in", &id, s));
+        if !container_ended(&c, &id).await {
+            return Err(RuntimeError::containerd("exec in", &id, s));
+        }
+        // The container ended as the exec was added (its shim closing: `ttrpc: closed`).
+        let (handle, d) = ExecHandle::channels();
+        drop(d.output);
+        let _ = d.end.send(ExecEnd::Exited(KILLED_WITH_CONTAINER));
+        return Ok(handle);
     }
     let (handle, d) = ExecHandle::channels();
     let started = c
@@ -106,10 +113,19 @@ pub(super) async fn start(
         }))
         .await;
     if let Err(s) = started {
+        let end = if container_ended(&c, &id).await {
+            // The container's first process ended while the exec started (typically the
+            // exec's own `kill 1`): runc then reports the exec as not started, though it may
+            // have run. Docker reports such an exec as killed with its container; so does
+            // the node.
+            ExecEnd::Exited(KILLED_WITH_CONTAINER)
+        } else {
+            ExecEnd::NotStarted(s.message().to_string())
+        };
         delete_process(&c, &id, &exec_id).await;
         cleanup(&io);
         drop(d.output);
-        let _ = d.end.send(ExecEnd::NotStarted(s.message().to_string()));
+        let _ = d.end.send(end);
         return Ok(handle);
     }
     tokio::spawn(async move {
@@ -146,6 +162,26 @@ pub(super) async fn start(
         let _ = d.end.send(end);
     });
     Ok(handle)
+}
+
+/// The exit code of a process killed with its container (SIGKILL).
+const KILLED_WITH_CONTAINER: i64 = 128 + 9;
+
+/// How long after a failed exec start the container's end is looked for.
+const END_WINDOW: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Whether the task of container `id` is gone or ends within [`END_WINDOW`] (its `Wait`).
+async fn container_ended(c: &Ctrd, id: &str) -> bool {
+    let req = WaitRequest {
+        container_id: id.to_string(),
+        exec_id: String::new(),
+    };
+    let mut tasks = c.tasks();
+    match tokio::time::timeout(END_WINDOW, tasks.wait(c.req(req))).await {
+        Ok(Ok(_)) => true,
+        Ok(Err(s)) => s.code() == containerd_client::tonic::Code::NotFound,
+        Err(_) => false,
+    }
 }
 
 async fn delete_process(c: &Ctrd, id: &str, exec_id: &str) {
