@@ -188,6 +188,29 @@ pub fn size_label(mib: u64) -> String {
     }
 }
 
+/// Run `cmd` to its exit with its output captured; returns how long it took and the output.
+///
+/// # Errors
+/// The command cannot start or exits non-zero: the error names it with its last line of
+/// stderr.
+pub fn run_timed(
+    cmd: &mut std::process::Command,
+) -> Result<(std::time::Duration, std::process::Output), String> {
+    let t = std::time::Instant::now();
+    let out = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .map_err(|e| format!("{cmd:?}: {e}"))?;
+    let took = t.elapsed();
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let last = err.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
+        return Err(format!("{cmd:?} failed ({}): {last}", out.status));
+    }
+    Ok((took, out))
+}
+
 /// The Docker CLI (`/usr/bin/docker` when present).
 pub fn docker() -> &'static str {
     if std::path::Path::new("/usr/bin/docker").exists() {

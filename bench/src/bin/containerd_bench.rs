@@ -8,28 +8,16 @@
 //! (`bash scripts/setup.sh`). Prints `BENCH-ROW` lines (bench `containerd`); the goal is the
 //! issue's: the run within 3× the bare `ctr run`.
 
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use argoexec_bench::{Row, speed_ratio};
 
 const SOCKET: &str = "/run/argoexec-containerd/containerd.sock";
 
-/// Time one command to its exit; an error names it with its last line of stderr.
+/// Time one command to its exit.
 fn timed(cmd: &mut Command) -> Result<Duration, String> {
-    let t = Instant::now();
-    let out = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .output()
-        .map_err(|e| format!("{cmd:?}: {e}"))?;
-    let took = t.elapsed();
-    if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
-        let last = err.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
-        return Err(format!("{cmd:?} failed ({}): {last}", out.status));
-    }
-    Ok(took)
+    argoexec_bench::run_timed(cmd).map(|(took, _)| took)
 }
 
 fn run(bin: &str, runtime: &str) -> Result<Duration, String> {

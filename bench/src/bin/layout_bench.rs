@@ -13,8 +13,8 @@
 //! (bench `layout`); no goal: Argo's reason for the init-less layout is the init container's
 //! cost, and this shows what it saves here.
 
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::process::Command;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use argoexec_bench::Row;
 
@@ -33,18 +33,7 @@ fn once(bin: &str, config: Option<&std::path::Path>) -> Result<(Duration, Durati
         cmd.arg("--config").arg(c);
     }
     let wall_start = SystemTime::now();
-    let t = Instant::now();
-    let out = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .output()
-        .map_err(|e| format!("{cmd:?}: {e}"))?;
-    let finished = t.elapsed();
-    if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
-        let last = err.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
-        return Err(format!("{cmd:?} failed ({}): {last}", out.status));
-    }
+    let (finished, out) = argoexec_bench::run_timed(&mut cmd)?;
     let json: serde_json::Value =
         serde_json::from_slice(&out.stdout).map_err(|e| format!("run printed no JSON: {e}"))?;
     let main_ns = json["terminatedSeenUnixNanos"]["main"]
