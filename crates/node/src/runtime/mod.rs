@@ -259,6 +259,13 @@ pub struct ExecHandle {
 }
 
 impl ExecHandle {
+    /// A handle of a process that has already ended (`end`), with no output.
+    pub fn finished(end: ExecEnd) -> Self {
+        let (handle, d) = Self::channels();
+        let _ = d.end.send(end);
+        handle
+    }
+
     /// A handle and the other ends of its channels, for a runtime (or a test) to drive.
     pub fn channels() -> (Self, ExecDriver) {
         let (out_tx, output) = mpsc::channel(16);

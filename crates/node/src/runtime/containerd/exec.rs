@@ -99,12 +99,8 @@ pub(super) async fn start(
             return Err(RuntimeError::containerd("exec in", &id, s));
         }
         // The container ended as the exec was added (its shim closing: `ttrpc: closed`).
-        let (handle, d) = ExecHandle::channels();
-        drop(d.output);
-        let _ = d.end.send(ExecEnd::Exited(KILLED_WITH_CONTAINER));
-        return Ok(handle);
+        return Ok(ExecHandle::finished(ExecEnd::Exited(KILLED_WITH_CONTAINER)));
     }
-    let (handle, d) = ExecHandle::channels();
     let started = c
         .tasks()
         .start(c.req(StartRequest {
@@ -124,10 +120,9 @@ pub(super) async fn start(
         };
         delete_process(&c, &id, &exec_id).await;
         cleanup(&io);
-        drop(d.output);
-        let _ = d.end.send(end);
-        return Ok(handle);
+        return Ok(ExecHandle::finished(end));
     }
+    let (handle, d) = ExecHandle::channels();
     tokio::spawn(async move {
         let (out_done_tx, out_done) = tokio::sync::watch::channel(false);
         let wanted = [request.stdout || request.tty, request.stderr];
@@ -157,6 +152,8 @@ pub(super) async fn start(
         cleanup(&io);
         let end = match waited {
             Ok(r) => ExecEnd::Exited(i64::from(r.into_inner().exit_status)),
+            // The shim went away with the container (`ttrpc: closed`): killed with it.
+            Err(_) if container_ended(&c, &id).await => ExecEnd::Exited(KILLED_WITH_CONTAINER),
             Err(s) => ExecEnd::NotStarted(s.message().to_string()),
         };
         let _ = d.end.send(end);
