@@ -13,19 +13,23 @@
 # `release` (default) builds fast; `dist` (fat LTO, one codegen unit: the image a cluster
 # pulls, scripts/image.sh) is smaller and takes longer (root Cargo.toml).
 # `--executors all` (default) builds every backend; `emissary` leaves out Argo v3.3's docker,
-# kubelet, k8sapi and pns (argoexec's feature `legacy`; Argo v3.4 removed them).
+# kubelet, k8sapi and pns (argoexec's feature `legacy`; Argo v3.4 removed them), and builds
+# only the image's programs (argoexec, argoexec-emissary): the host's tools and the tests'
+# plugins come from the `all` build, and building them again without the feature would only
+# cost minutes.
 # An explicit --target is needed so that proc-macro crates are still built dynamically.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 profile=release
 features=()
+packages=(-p argoexec -p argoexec-emissary -p argoexec-local -p argoexec-plugin-hello -p argoexec-plugin-dir)
 while [ $# -gt 0 ]; do
   case "$1" in
     --profile) profile=${2:?--profile needs release or dist}; shift 2 ;;
     --executors)
       case "${2:-}" in
         all) features=() ;;
-        emissary) features=(--no-default-features) ;;
+        emissary) features=(--no-default-features); packages=(-p argoexec -p argoexec-emissary) ;;
         *) echo "build-static.sh: --executors needs all or emissary" >&2; exit 2 ;;
       esac
       shift 2 ;;
@@ -39,7 +43,7 @@ echo "build-static: cargo build --profile $profile ${features[*]} (static; the f
 # pack-relative-relocs: the static-pie's relocations as DT_RELR (glibc 2.36+, binutils 2.38+),
 # 0.7 MB less than RELA in argoexec, the same program at run time.
 RUSTFLAGS="-C target-feature=+crt-static -C link-arg=-Wl,-z,pack-relative-relocs" cargo build --profile "$profile" --locked --target "$target" \
-  "${features[@]}" -p argoexec -p argoexec-emissary -p argoexec-local -p argoexec-plugin-hello -p argoexec-plugin-dir --target-dir "$dir"
+  "${features[@]}" "${packages[@]}" --target-dir "$dir"
 out="$dir/$target/$profile"
-ls -l "$out/argoexec" "$out/argoexec-emissary" "$out/argoexec-local" >&2
+ls -l "$out/argoexec" "$out/argoexec-emissary" >&2
 echo "$out"

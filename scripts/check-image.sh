@@ -4,7 +4,8 @@
 # back, and each image must have its entrypoint, user, OCI labels and programs (the local
 # tools must not be there), and only the emissary executor (init refuses the others). The
 # same archive is imported into the local node's containerd, where the nonroot image runs
-# hello-world. Run by scripts/test.sh after the cargo tests.
+# hello-world. Run by scripts/test.sh after the cargo tests. ARGOEXEC_NODE_BIN names the
+# argoexec (with argoexec-local beside it) that runs it; default target/debug/argoexec.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DOCKER=${DOCKER:-docker}
@@ -56,7 +57,7 @@ trap '"$DOCKER" image rm -f "$name:$tag" "$name:$tag-nonroot" >/dev/null 2>&1 ||
   ctr_ images rm "docker.io/library/$name:$tag" "docker.io/library/$name:$tag-nonroot" >/dev/null 2>&1 || true' EXIT
 ctr_ images import "$archive" >/dev/null || fail "ctr images import"
 ctr_ images ls -q | grep -q "$name:$tag-nonroot" || fail "ctr lists no $name:$tag-nonroot"
-bin=${CARGO_TARGET_DIR:-target}/debug/argoexec
+bin=${ARGOEXEC_NODE_BIN:-${CARGO_TARGET_DIR:-target}/debug/argoexec}
 [ -x "$bin" ] || cargo build --locked -p argoexec -p argoexec-local
 out=$("$bin" run --runtime containerd --executor-image "$name:$tag-nonroot" examples/hello-world.yaml 2>&1) ||
   fail "hello-world on containerd with $name:$tag-nonroot: $(echo "$out" | tail -3)"
