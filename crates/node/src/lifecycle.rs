@@ -99,11 +99,67 @@ async fn drive(s: &Arc<Shared>) -> Option<Failure> {
 
 /// Run the init containers (a sidecar is started and kept, not waited for), then the
 /// others; returns why the pod failed early, if it did.
+///
+/// The others are created while the init containers run when none of them mounts a
+/// `subPath` ([`creation_may_overlap_init`]); otherwise after the init containers succeeded.
 async fn drive_containers(s: &Arc<Shared>, sidecars: &mut crate::sidecars::Sidecars) -> Option<Failure> {
     let spec = s.pod.spec.as_ref()?;
-    // App containers are created only after the init containers succeeded: creating them
-    // resolves subPath mounts, whose sources init may still have to write (input artifacts).
-    for c in spec.init_containers.iter().flatten() {
+    let inits = spec.init_containers.as_deref().unwrap_or_default();
+    let early = !inits.is_empty() && creation_may_overlap_init(&spec.containers);
+    let (init_failure, created) = if early {
+        let (f, created) = tokio::join!(
+            run_init_containers(s, inits, sidecars),
+            create_all(s, &spec.containers)
+        );
+        (f, Some(created))
+    } else {
+        (run_init_containers(s, inits, sidecars).await, None)
+    };
+    if init_failure.is_some() || s.stop.is_cancelled() {
+        // What was made early is removed with the pod.
+        return init_failure;
+    }
+    let created = match created {
+        Some(c) => c,
+        None => create_all(s, &spec.containers).await,
+    };
+    let (started, failure) = start_containers(s, &spec.containers, created).await;
+    if failure.is_some() {
+        // No controller will end a pod with a container that cannot run: the node does.
+        s.request_stop(s.grace(), StopReason::CannotRun);
+    }
+    let mut waits: FuturesUnordered<_> = started
+        .into_iter()
+        .map(|(c, id)| async move { run_to_end(s, c, &id).await })
+        .collect();
+    while waits.next().await.is_some() {}
+    failure
+}
+
+/// Whether the app containers may be created while the init containers run. Creating a
+/// container resolves its `subPath` mounts (a missing source becomes a directory, and
+/// containerd's runc create binds it), and init containers write those sources (Argo's
+/// input artifacts), so a pod with one creates its containers after them, as the kubelet
+/// does. Otherwise the creation is not seen (statuses stay waiting until the start) and
+/// saves the engine's create time from the pod's start.
+fn creation_may_overlap_init(containers: &[Container]) -> bool {
+    containers
+        .iter()
+        .flat_map(|c| c.volume_mounts.iter().flatten())
+        .all(|m| {
+            m.sub_path.as_deref().unwrap_or_default().is_empty()
+                && m.sub_path_expr.as_deref().unwrap_or_default().is_empty()
+        })
+}
+
+/// Run the init containers one at a time, in order (a sidecar is started and kept); why the
+/// first that failed did, if one did. `None` too when the pod was stopped meanwhile.
+async fn run_init_containers(
+    s: &Arc<Shared>,
+    inits: &[Container],
+    sidecars: &mut crate::sidecars::Sidecars,
+) -> Option<Failure> {
+    for c in inits {
         if s.stop.is_cancelled() {
             return None;
         }
@@ -124,27 +180,25 @@ async fn drive_containers(s: &Arc<Shared>, sidecars: &mut crate::sidecars::Sidec
             return Some(Failure::Init(c.name.clone()));
         }
     }
-    let (started, failure) = start_containers(s, &spec.containers).await;
-    if failure.is_some() {
-        // No controller will end a pod with a container that cannot run: the node does.
-        s.request_stop(s.grace(), StopReason::CannotRun);
-    }
-    let mut waits: FuturesUnordered<_> = started
-        .into_iter()
-        .map(|(c, id)| async move { run_to_end(s, c, &id).await })
-        .collect();
-    while waits.next().await.is_some() {}
-    failure
+    None
 }
 
-/// Create every container (concurrently), then start them one after another in spec
-/// order, as the kubelet does; stops at the first that cannot run. Returns the started
+/// The result of creating one container: its ID, or the ID made (if any) and why not.
+type Created = Result<String, (String, NotRun)>;
+
+/// Create every container of `containers`, concurrently.
+async fn create_all(s: &Shared, containers: &[Container]) -> Vec<Created> {
+    futures::future::join_all(containers.iter().map(|c| create(s, c))).await
+}
+
+/// Start the created containers one after another in spec order, as the kubelet does;
+/// stops at the first that cannot run (or could not be created). Returns the started
 /// containers and that failure.
 async fn start_containers<'c>(
     s: &Shared,
     containers: &'c [Container],
+    created: Vec<Created>,
 ) -> (Vec<(&'c Container, String)>, Option<Failure>) {
-    let created = futures::future::join_all(containers.iter().map(|c| create(s, c))).await;
     s.status.send_modify(|st| {
         for cs in st.container_statuses.iter_mut().flatten() {
             *cs = status::waiting(&cs.name, &cs.image, "ContainerCreating");

@@ -360,6 +360,11 @@ impl LocalNode {
             image: self.config.pause_image.clone(),
             command: self.config.pause_command.clone(),
             labels: labels(pod, &self.config.node_label, "POD"),
+            share_pid: pod
+                .spec
+                .as_ref()
+                .and_then(|s| s.share_process_namespace)
+                .unwrap_or(false),
         };
         self.runtime
             .run_sandbox(spec)

@@ -112,7 +112,80 @@ spec:
     assert_eq!(s.phase.as_deref(), Some("Failed"));
     assert_eq!(terminated(&s, "init").0, 7);
     let main = container(&s, "main");
-    assert!(main.container_id.is_none(), "main must not be created: {main:?}");
+    assert!(main.container_id.is_none(), "main must not be started: {main:?}");
+}
+
+/// The namespaces a pod's container is in: `(ipc, pid)` as `readlink` prints them.
+async fn namespaces_of(
+    node: &LocalNode,
+    s: &k8s_openapi::api::core::v1::PodStatus,
+    name: &str,
+) -> (String, String) {
+    let id = container(s, name).container_id.clone().unwrap();
+    let out = logs(node, &id).await;
+    let mut lines = out.lines().map(|l| l.trim().to_string());
+    let (ipc, pid) = (lines.next().unwrap_or_default(), lines.next().unwrap_or_default());
+    assert!(
+        ipc.starts_with("ipc:[") && pid.starts_with("pid:["),
+        "{name}: {out:?}"
+    );
+    (ipc, pid)
+}
+
+#[tokio::test]
+async fn containers_share_the_pods_ipc_namespace_and_no_pid_namespace() {
+    if !docker_ready() {
+        return;
+    }
+    let state = tempfile::tempdir().unwrap();
+    let node = node("ipc", state.path()).await;
+    let print = "readlink /proc/self/ns/ipc; readlink /proc/self/ns/pid";
+    let p = pod(&format!(
+        r#"
+metadata: {{name: t-ipc}}
+spec:
+  initContainers: [{{name: init, image: busybox, command: [sh, -c, '{print}']}}]
+  containers:
+    - {{name: a, image: busybox, command: [sh, -c, '{print}']}}
+    - {{name: b, image: busybox, command: [sh, -c, '{print}']}}
+"#
+    ));
+    let run = node.start_pod(p).await.unwrap();
+    let s = tokio::time::timeout(Duration::from_secs(60), run.finished())
+        .await
+        .unwrap();
+    assert_eq!(s.phase.as_deref(), Some("Succeeded"), "{s:?}");
+    let host = |ns: &str| std::fs::read_link(format!("/proc/self/ns/{ns}")).unwrap();
+    let host = (host("ipc"), host("pid"));
+    let mut seen = Vec::new();
+    for name in ["init", "a", "b"] {
+        seen.push(namespaces_of(&node, &s, name).await);
+    }
+    assert!(
+        seen.iter().all(|(ipc, _)| *ipc == seen[0].0),
+        "one IPC namespace for the pod: {seen:?}"
+    );
+    assert_ne!(
+        std::path::Path::new(&seen[0].0),
+        host.0,
+        "not the host's IPC namespace"
+    );
+    for (i, (_, pid)) in seen.iter().enumerate() {
+        assert_ne!(std::path::Path::new(pid), host.1, "not the host's PID namespace");
+        assert!(
+            seen[i + 1..].iter().all(|(_, other)| other != pid),
+            "a PID namespace per container without shareProcessNamespace: {seen:?}"
+        );
+    }
+    run.cleanup().await.unwrap();
+    assert!(node.leftover_containers().await.unwrap().is_empty());
+    assert_eq!(std::fs::read_dir(state.path()).unwrap().count(), 0);
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let root = state.path().to_string_lossy();
+    assert!(
+        !mounts.lines().any(|l| l.contains(root.as_ref())),
+        "nothing stays mounted under the node's state directory"
+    );
 }
 
 #[tokio::test]

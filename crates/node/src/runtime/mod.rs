@@ -105,6 +105,10 @@ pub struct SandboxSpec {
     pub command: Vec<String>,
     /// Labels (dockershim's, and the node's own).
     pub labels: HashMap<String, String>,
+    /// The pod shares one process namespace (`shareProcessNamespace`): the sandbox must be a
+    /// process, the namespace's first. Otherwise a runtime may keep the pod's IPC namespace
+    /// without one (the containerd runtime does).
+    pub share_pid: bool,
 }
 
 /// One container to create, in the node's terms.

@@ -4,8 +4,10 @@
 //! entrypoint, command, working directory, layer diff IDs), the chain ID of its unpacked
 //! snapshot, and its layers applied into a directory (image volumes; OCI whiteouts honoured).
 
+use std::collections::HashMap;
 use std::io::Read;
 use std::path::Path;
+use std::sync::Mutex;
 
 use containerd_client::services::v1::{GetImageRequest, ReadContentRequest};
 use futures::TryStreamExt;
@@ -65,22 +67,58 @@ pub(crate) fn normalise(reference: &str) -> String {
     out
 }
 
-/// The image's configuration; `None` when the image is not in the store.
-pub(crate) async fn config(c: &Ctrd, reference: &str) -> RuntimeResult<Option<ImageConfig>> {
-    let name = normalise(reference);
+/// Configurations already read, by the digest of the image's target (content is addressed
+/// by digest, so what one digest names never changes; a re-imported image has a new one).
+#[derive(Debug, Default)]
+pub(crate) struct ConfigCache(Mutex<HashMap<String, ImageConfig>>);
+
+impl ConfigCache {
+    /// The image's configuration; `None` when the image is not in the store. One call to
+    /// containerd when its target was read before, three or four the first time.
+    pub async fn config(&self, c: &Ctrd, reference: &str) -> RuntimeResult<Option<ImageConfig>> {
+        let name = normalise(reference);
+        let Some(target) = target(c, &name).await? else {
+            return Ok(None);
+        };
+        let cached = self
+            .0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&target)
+            .cloned();
+        if let Some(mut hit) = cached {
+            hit.name = name;
+            return Ok(Some(hit));
+        }
+        let read = config(c, name, &target).await?;
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(target, read.clone());
+        Ok(Some(read))
+    }
+}
+
+/// The digest of image `name`'s target (its manifest or index); `None` when the image is
+/// not in the store.
+async fn target(c: &Ctrd, name: &str) -> RuntimeResult<Option<String>> {
     let got = c
         .images()
-        .get(c.req(GetImageRequest { name: name.clone() }))
+        .get(c.req(GetImageRequest {
+            name: name.to_string(),
+        }))
         .await;
     let image = match got {
         Ok(r) => r.into_inner().image,
         Err(s) if s.code() == containerd_client::tonic::Code::NotFound => return Ok(None),
-        Err(s) => return Err(RuntimeError::containerd("get image", &name, s)),
+        Err(s) => return Err(RuntimeError::containerd("get image", name, s)),
     };
-    let Some(target) = image.and_then(|i| i.target) else {
-        return Ok(None);
-    };
-    let mut manifest = json_blob(c, &target.digest).await?;
+    Ok(image.and_then(|i| i.target).map(|t| t.digest))
+}
+
+/// The configuration of image `name`, whose target is `target`.
+async fn config(c: &Ctrd, name: String, target: &str) -> RuntimeResult<ImageConfig> {
+    let mut manifest = json_blob(c, target).await?;
     if manifest.get("manifests").is_some() {
         let digest =
             pick_platform(&manifest).ok_or_else(|| invalid(&name, "no linux/amd64 manifest in its index"))?;
@@ -109,7 +147,7 @@ pub(crate) async fn config(c: &Ctrd, reference: &str) -> RuntimeResult<Option<Im
             (s("digest"), s("mediaType"))
         })
         .collect();
-    Ok(Some(ImageConfig {
+    Ok(ImageConfig {
         name,
         id: config_digest,
         user: cfg["User"].as_str().unwrap_or_default().to_string(),
@@ -119,7 +157,7 @@ pub(crate) async fn config(c: &Ctrd, reference: &str) -> RuntimeResult<Option<Im
         working_dir: cfg["WorkingDir"].as_str().unwrap_or_default().to_string(),
         chain_id: chain_id(&diff_ids),
         layers,
-    }))
+    })
 }
 
 /// The chain ID of layers with these diff IDs (the OCI image spec's `ChainID`).

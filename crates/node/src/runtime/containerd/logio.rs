@@ -3,10 +3,15 @@
 //! writes it (`<RFC 3339 nano time> <stdout|stderr> <F|P> <text>`: `P` for a part of a
 //! longer line), and serves it back with `follow`, `since`, `tail` and `timestamps`.
 //!
-//! The FIFOs are opened read-write, so opening never waits for the shim and reading never
-//! sees an end while the task lives; the task's end is told by [`LogFile::close_after`],
-//! called once the task is deleted (the shim has closed its end): what is left in the
-//! FIFOs is read, and followers are told the log is complete.
+//! The node opens each FIFO twice: a reader, and a writer of its own that keeps the FIFO
+//! open until the task exists ([`Copier::created`]). From then on only the shim writes, so
+//! the reader's end of file says the shim has copied all the task's output: its copy ends
+//! when the last holder of the container's stdout exits, and at the latest when the task
+//! is deleted. A task's end is therefore told without waiting for its deletion
+//! ([`Copier::close_when`]): the log is complete as soon as both FIFOs ended, and the
+//! deletion, which can take a runc call's time, runs meanwhile. A task that could not be
+//! created is closed with [`Copier::close_after`]: what is left is read, and followers are
+//! told the log is complete.
 
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
@@ -46,24 +51,31 @@ impl LogFile {
         }))
     }
 
-    /// Start copying a task's output FIFOs into the log; returns the copier to close once
-    /// the task is deleted.
+    /// Start copying a task's output FIFOs into the log; returns the copier, to be told
+    /// once the task exists ([`Copier::created`]).
     pub fn attach(self: &Arc<Self>, stdout: &Path, stderr: Option<&Path>) -> RuntimeResult<Copier> {
         self.state.send_modify(|s| s.1 = true);
         let mut tasks = Vec::new();
+        let mut keep = Vec::new();
         let (stop, _) = watch::channel(false);
         for (path, stream) in [(Some(stdout), "stdout"), (stderr, "stderr")] {
             let Some(path) = path else { continue };
             let rx = pipe::OpenOptions::new()
-                .read_write(true)
                 .open_receiver(path)
                 .map_err(|e| RuntimeError::io("open the output FIFO", path, e))?;
+            // Opened after the reader, so it does not wait; until the shim has its own end,
+            // this one keeps the reader from seeing an end of file.
+            let tx = pipe::OpenOptions::new()
+                .open_sender(path)
+                .map_err(|e| RuntimeError::io("open the output FIFO", path, e))?;
+            keep.push(tx);
             tasks.push(tokio::spawn(copy(rx, stream, self.clone(), stop.subscribe())));
         }
         Ok(Copier {
             log: self.clone(),
             stop,
             tasks,
+            keep,
         })
     }
 
@@ -199,16 +211,39 @@ pub(crate) struct Copier {
     log: Arc<LogFile>,
     stop: watch::Sender<bool>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
+    /// The node's own write ends, held until the task exists.
+    keep: Vec<pipe::Sender>,
 }
 
 impl Copier {
-    /// The task is deleted (the shim closed its ends): read what is left, then end the log.
-    pub async fn close_after(self) {
-        let _ = self.stop.send(true);
-        for t in self.tasks {
-            let _ = t.await;
+    /// The task exists: the shim opened its write ends while creating it, so the node's
+    /// are let go and the shim's closing them ends the copy.
+    pub fn created(&mut self) {
+        self.keep.clear();
+    }
+
+    /// The task exited: the log is complete once every FIFO ended (the shim copied all
+    /// the output and closed its ends), or once `deleted` resolves (the task is gone, and
+    /// nothing more can come), whichever is first. Then followers are told.
+    pub async fn close_when(mut self, deleted: impl std::future::Future<Output = ()>) {
+        self.keep.clear();
+        let tasks = std::mem::take(&mut self.tasks);
+        let all = futures::future::join_all(tasks);
+        tokio::pin!(all);
+        tokio::select! {
+            _ = &mut all => {}
+            () = deleted => {
+                let _ = self.stop.send(true);
+                all.await;
+            }
         }
         self.log.state.send_modify(|s| s.1 = false);
+    }
+
+    /// No task will write (it could not be created, or it is deleted): read what is left,
+    /// then end the log.
+    pub async fn close_after(self) {
+        self.close_when(std::future::ready(())).await;
     }
 }
 

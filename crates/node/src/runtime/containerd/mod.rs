@@ -18,6 +18,7 @@
 mod exec;
 pub(crate) mod image;
 mod logio;
+mod sandbox;
 mod spec;
 mod tasks;
 
@@ -114,7 +115,14 @@ struct TaskState {
     copier: Option<Copier>,
     starts: u32,
     last_exit: Option<Exit>,
+    /// A task was made and not started yet (made with the container).
+    created: bool,
+    /// The deletion of the exited task, under way.
+    deleting: Option<Deleting>,
 }
+
+/// A task's deletion running on (awaited by the next start and by the removal).
+type Deleting = futures::future::Shared<BoxFuture<'static, ()>>;
 
 /// A connection to containerd that runs the node's containers.
 #[derive(Debug)]
@@ -122,6 +130,9 @@ pub struct ContainerdRuntime {
     c: Ctrd,
     dir: PathBuf,
     entries: Mutex<HashMap<String, Arc<Entry>>>,
+    images: image::ConfigCache,
+    /// Sandboxes that are an IPC namespace kept at a path, by ID ([`sandbox`]).
+    held: Mutex<HashMap<String, PathBuf>>,
 }
 
 impl ContainerdRuntime {
@@ -152,6 +163,8 @@ impl ContainerdRuntime {
             c,
             dir,
             entries: Mutex::new(HashMap::new()),
+            images: image::ConfigCache::default(),
+            held: Mutex::new(HashMap::new()),
         })
     }
 
@@ -165,7 +178,9 @@ impl ContainerdRuntime {
 
     /// Create container `spec` (joining `sandbox`'s namespaces unless it is the sandbox).
     async fn create_inner(&self, spec: ContainerSpec, is_sandbox: bool) -> RuntimeResult<String> {
-        let image = image::config(&self.c, &spec.image)
+        let image = self
+            .images
+            .config(&self.c, &spec.image)
             .await?
             .ok_or_else(|| RuntimeError::Invalid {
                 subject: spec.image.clone(),
@@ -174,14 +189,7 @@ impl ContainerdRuntime {
         let sandbox = if is_sandbox {
             None
         } else {
-            let pid = self
-                .entry(&spec.sandbox)
-                .and_then(|e| *e.pid.lock().unwrap_or_else(|p| p.into_inner()));
-            let pid = pid.ok_or_else(|| RuntimeError::Invalid {
-                subject: spec.image.clone(),
-                message: format!("the sandbox {} is not running", spec.sandbox),
-            })?;
-            Some(spec::SandboxNs { pid })
+            Some(self.sandbox_ns(&spec.sandbox)?)
         };
         let id = crate::node::new_uid().replace('-', "");
         let oci =
@@ -228,7 +236,7 @@ impl ContainerdRuntime {
         let dir = self.dir.join(&id);
         std::fs::create_dir_all(&dir).map_err(|e| RuntimeError::io("create", &dir, e))?;
         let log = LogFile::open(&dir.join("container.log"))?;
-        let entry = Entry {
+        let entry = Arc::new(Entry {
             spec: oci,
             rootfs,
             dir,
@@ -238,11 +246,20 @@ impl ContainerdRuntime {
             image_id: image.id.clone(),
             task: tokio::sync::Mutex::new(TaskState::default()),
             pid: Mutex::new(None),
-        };
+        });
         self.entries
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(id.clone(), Arc::new(entry));
+            .insert(id.clone(), entry.clone());
+        // The task too (runc's create): the node makes a pod's containers together and then
+        // starts them one by one, so their runc creates run side by side and each start is
+        // only runc's start. A create that fails here is tried again by the start, whose
+        // error it then is, as on Docker (where runc runs at the start).
+        let mut t = entry.task.lock().await;
+        if let Err(e) = self.create_task(&id, &entry, &mut t).await {
+            tracing::debug!(container = %spec.name, error = %e, "the task is made at the start");
+        }
+        drop(t);
         Ok(id)
     }
 
@@ -287,7 +304,7 @@ impl ContainerRuntime for ContainerdRuntime {
     fn image(&self, reference: &str) -> BoxFuture<'_, RuntimeResult<Option<ImageInfo>>> {
         let reference = reference.to_string();
         Box::pin(async move {
-            Ok(image::config(&self.c, &reference).await?.map(|i| ImageInfo {
+            Ok(self.images.config(&self.c, &reference).await?.map(|i| ImageInfo {
                 id: i.id,
                 user: i.user,
             }))
@@ -296,12 +313,14 @@ impl ContainerRuntime for ContainerdRuntime {
 
     fn export_image<'a>(&'a self, reference: &'a str, into: &'a Path) -> BoxFuture<'a, RuntimeResult<()>> {
         Box::pin(async move {
-            let image = image::config(&self.c, reference)
-                .await?
-                .ok_or_else(|| RuntimeError::Invalid {
-                    subject: reference.to_string(),
-                    message: "not present in containerd".into(),
-                })?;
+            let image =
+                self.images
+                    .config(&self.c, reference)
+                    .await?
+                    .ok_or_else(|| RuntimeError::Invalid {
+                        subject: reference.to_string(),
+                        message: "not present in containerd".into(),
+                    })?;
             image::apply_layers(&self.c, &image, into).await
         })
     }
@@ -310,19 +329,7 @@ impl ContainerRuntime for ContainerdRuntime {
         &self,
         spec: SandboxSpec,
     ) -> BoxFuture<'_, Result<String, (Option<String>, RuntimeError)>> {
-        Box::pin(async move {
-            let c = ContainerSpec {
-                name: spec.name,
-                image: spec.image,
-                entrypoint: Some(spec.command),
-                cmd: Some(Vec::new()),
-                labels: spec.labels,
-                ..Default::default()
-            };
-            let id = self.create_inner(c, true).await.map_err(|e| (None, e))?;
-            self.start_inner(&id).await.map_err(|e| (Some(id.clone()), e))?;
-            Ok(id)
-        })
+        Box::pin(async move { self.run_sandbox_inner(spec).await })
     }
 
     fn create(&self, spec: ContainerSpec) -> BoxFuture<'_, RuntimeResult<String>> {

@@ -96,11 +96,19 @@ const READ_ONLY: [&str; 5] = [
     "/proc/sysrq-trigger",
 ];
 
-/// Where the sandbox's namespaces are joined from.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct SandboxNs {
-    /// The sandbox's first process.
-    pub pid: u32,
+/// Where a pod's container joins the pod's namespaces ([`super::sandbox`]).
+#[derive(Debug, Clone)]
+pub(crate) enum SandboxNs {
+    /// The pause process: its IPC namespace, and its PID namespace when the pod shares one.
+    Pause {
+        /// The pause process.
+        pid: u32,
+    },
+    /// An IPC namespace kept by a bind mount at `path` (a pod that shares no PIDs).
+    Ipc {
+        /// The namespace's file.
+        path: std::path::PathBuf,
+    },
 }
 
 /// The argv under Kubernetes' rules: `command` replaces the entrypoint and drops the image's
@@ -239,13 +247,20 @@ pub(crate) fn runtime_spec(
     let mut namespaces = vec![json!({"type": "mount"})];
     match sandbox {
         // A container of a pod: the sandbox's IPC (and PID) namespace.
-        Some(s) => {
-            namespaces.push(json!({"type": "ipc", "path": format!("/proc/{}/ns/ipc", s.pid)}));
+        Some(SandboxNs::Pause { pid }) => {
+            namespaces.push(json!({"type": "ipc", "path": format!("/proc/{pid}/ns/ipc")}));
             if spec.share_pid {
-                namespaces.push(json!({"type": "pid", "path": format!("/proc/{}/ns/pid", s.pid)}));
+                namespaces.push(json!({"type": "pid", "path": format!("/proc/{pid}/ns/pid")}));
             } else {
                 namespaces.push(json!({"type": "pid"}));
             }
+        }
+        Some(SandboxNs::Ipc { path }) => {
+            if spec.share_pid {
+                return Err("a shared process namespace needs the pod's pause process".into());
+            }
+            namespaces.push(json!({"type": "ipc", "path": path}));
+            namespaces.push(json!({"type": "pid"}));
         }
         // The sandbox itself: new ones to share.
         None => {
@@ -400,12 +415,29 @@ mod tests {
             memory: Some(1 << 20),
             ..Default::default()
         };
-        let v = runtime_spec("c1", &s, &image(), Some(SandboxNs { pid: 42 })).unwrap();
+        let v = runtime_spec("c1", &s, &image(), Some(SandboxNs::Pause { pid: 42 })).unwrap();
         let ns = v["linux"]["namespaces"].as_array().unwrap();
         assert!(ns.contains(&json!({"type": "ipc", "path": "/proc/42/ns/ipc"})));
         assert!(ns.contains(&json!({"type": "pid", "path": "/proc/42/ns/pid"})));
         assert!(!ns.iter().any(|n| n["type"] == "network"), "host networking");
         assert_eq!(v["linux"]["resources"]["memory"]["limit"], 1 << 20);
         assert_eq!(v["linux"]["cgroupsPath"], "/argoexec/c1");
+    }
+
+    #[test]
+    fn a_pod_without_shared_pids_joins_the_kept_ipc_namespace() {
+        let held = Some(SandboxNs::Ipc {
+            path: "/run/x/ipc".into(),
+        });
+        let v = runtime_spec("c1", &ContainerSpec::default(), &image(), held.clone()).unwrap();
+        let ns = v["linux"]["namespaces"].as_array().unwrap();
+        assert!(ns.contains(&json!({"type": "ipc", "path": "/run/x/ipc"})));
+        assert!(ns.contains(&json!({"type": "pid"})), "a PID namespace of its own");
+        let sharing = ContainerSpec {
+            share_pid: true,
+            ..Default::default()
+        };
+        let e = runtime_spec("c1", &sharing, &image(), held).unwrap_err();
+        assert!(e.contains("pause"), "{e}");
     }
 }

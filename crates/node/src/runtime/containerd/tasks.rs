@@ -12,21 +12,26 @@ use containerd_client::services::v1::{
 use containerd_client::tonic::{Code, Status};
 use k8s_openapi::jiff::Timestamp;
 
-use super::{ContainerdRuntime, not_ours};
+use futures::FutureExt;
+
+use super::{ContainerdRuntime, Ctrd, Entry, TaskState, not_ours};
 use crate::runtime::{Exit, RuntimeError, RuntimeResult};
 
 impl ContainerdRuntime {
-    /// Create and start a new task of container `id`.
-    pub(super) async fn start_inner(&self, id: &str) -> RuntimeResult<()> {
-        let e = self.entry(id).ok_or_else(|| not_ours(id))?;
-        let mut t = e.task.lock().await;
+    /// Create a new task of container `id` (runc's create: the process exists, stopped
+    /// before its program), with its output FIFOs and their copier; sets the task's PID.
+    pub(super) async fn create_task(&self, id: &str, e: &Entry, t: &mut TaskState) -> RuntimeResult<()> {
+        // A deletion of the last task still under way must end first: one task per container.
+        if let Some(d) = t.deleting.take() {
+            d.await;
+        }
         t.starts += 1;
         let stdout = e.dir.join(format!("{}-stdout", t.starts));
         let stderr = (!e.tty).then(|| e.dir.join(format!("{}-stderr", t.starts)));
         for p in std::iter::once(&stdout).chain(stderr.as_ref()) {
             make_fifo(p)?;
         }
-        let copier = e.log.attach(&stdout, stderr.as_deref())?;
+        let mut copier = e.log.attach(&stdout, stderr.as_deref())?;
         let req = CreateTaskRequest {
             container_id: id.to_string(),
             rootfs: e.rootfs.clone(),
@@ -38,14 +43,31 @@ impl ContainerdRuntime {
             terminal: e.tty,
             ..Default::default()
         };
-        let created = self.c.tasks().create(self.c.req(req)).await;
-        let pid = match created {
-            Ok(r) => r.into_inner().pid,
+        match self.c.tasks().create(self.c.req(req)).await {
+            Ok(r) => {
+                copier.created();
+                t.copier = Some(copier);
+                t.created = true;
+                *e.pid.lock().unwrap_or_else(|p| p.into_inner()) = Some(r.into_inner().pid);
+                Ok(())
+            }
             Err(s) => {
                 copier.close_after().await;
-                return Err(RuntimeError::containerd("create the task of", id, s));
+                Err(RuntimeError::containerd("create the task of", id, s))
             }
-        };
+        }
+    }
+
+    /// Start container `id`: its task made when the container was ([`Self::create_task`]),
+    /// or a new one (a start after the first, or a first whose early create failed: its
+    /// error is then this start's).
+    pub(super) async fn start_inner(&self, id: &str) -> RuntimeResult<()> {
+        let e = self.entry(id).ok_or_else(|| not_ours(id))?;
+        let mut t = e.task.lock().await;
+        if !t.created {
+            self.create_task(id, &e, &mut t).await?;
+        }
+        t.created = false;
         let started = self
             .c
             .tasks()
@@ -56,31 +78,17 @@ impl ContainerdRuntime {
             .await;
         if let Err(s) = started {
             self.delete_task(id).await;
-            copier.close_after().await;
+            if let Some(c) = t.copier.take() {
+                c.close_after().await;
+            }
             return Err(RuntimeError::containerd("start the task of", id, s));
         }
         t.started_at = Some(crate::status::now().0);
-        t.copier = Some(copier);
-        *e.pid.lock().unwrap_or_else(|p| p.into_inner()) = Some(pid);
         Ok(())
     }
 
     pub(super) async fn delete_task(&self, id: &str) -> Option<u32> {
-        let r = self
-            .c
-            .tasks()
-            .delete(self.c.req(DeleteTaskRequest {
-                container_id: id.to_string(),
-            }))
-            .await;
-        match r {
-            Ok(r) => Some(r.into_inner().exit_status),
-            Err(s) if s.code() == Code::NotFound => None,
-            Err(s) => {
-                tracing::debug!(container = id, error = %s, "delete task");
-                None
-            }
-        }
+        delete(&self.c, id).await
     }
 
     pub(super) async fn kill(&self, id: &str, signal: u32, all: bool) -> Result<(), Status> {
@@ -144,11 +152,20 @@ impl ContainerdRuntime {
             }
         };
         let oom_killed = oom_kills(id) > 0;
-        self.delete_task(id).await;
         *e.pid.lock().unwrap_or_else(|p| p.into_inner()) = None;
-        if let Some(c) = t.copier.take() {
-            c.close_after().await;
+        // The deletion (the shim's cleanup, a runc call) runs on; the log is complete once
+        // the shim has closed the FIFOs, which it does when the output ends, or at the
+        // latest when the task is deleted ([`logio`]).
+        let c = self.c.clone();
+        let task_id = id.to_string();
+        let deleting = tokio::spawn(async move { delete(&c, &task_id).await })
+            .map(|_| ())
+            .boxed()
+            .shared();
+        if let Some(copier) = t.copier.take() {
+            copier.close_when(deleting.clone()).await;
         }
+        t.deleting = Some(deleting);
         let exit = Exit {
             code,
             oom_killed,
@@ -162,10 +179,23 @@ impl ContainerdRuntime {
     }
 
     pub(super) async fn remove_one(&self, id: &str) {
-        let _ = self.kill(id, 9, true).await;
-        self.exited_within(id, Duration::from_secs(10)).await;
-        self.delete_task(id).await;
+        if self.release_ipc(id) {
+            return;
+        }
         let entry = self.entries.lock().unwrap_or_else(|p| p.into_inner()).remove(id);
+        let deleting = match &entry {
+            Some(e) => e.task.lock().await.deleting.take(),
+            None => None,
+        };
+        match deleting {
+            // Exited and waited for: its deletion is under way.
+            Some(d) => d.await,
+            None => {
+                let _ = self.kill(id, 9, true).await;
+                self.exited_within(id, Duration::from_secs(10)).await;
+                self.delete_task(id).await;
+            }
+        }
         if let Some(e) = &entry
             && let Some(c) = e.task.lock().await.copier.take()
         {
@@ -185,6 +215,22 @@ impl ContainerdRuntime {
         let _ = std::fs::remove_dir_all(self.dir.join(id));
         // Only when empty: the last container of the node is gone.
         let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+/// Delete the task of container `id`: its exit status, `None` when there was none (or the
+/// deletion failed, logged).
+async fn delete(c: &Ctrd, id: &str) -> Option<u32> {
+    let req = DeleteTaskRequest {
+        container_id: id.to_string(),
+    };
+    match c.tasks().delete(c.req(req)).await {
+        Ok(r) => Some(r.into_inner().exit_status),
+        Err(s) if s.code() == Code::NotFound => None,
+        Err(s) => {
+            tracing::debug!(container = id, error = %s, "delete task");
+            None
+        }
     }
 }
 
