@@ -140,14 +140,18 @@ async fn containers_share_the_pods_ipc_namespace_and_no_pid_namespace() {
     let state = tempfile::tempdir().unwrap();
     let node = node("ipc", state.path()).await;
     let print = "readlink /proc/self/ns/ipc; readlink /proc/self/ns/pid";
+    // a and b live at the same time (each waits for the other's mark), so two distinct PID
+    // namespaces cannot share an inode number, which the kernel reuses once one is gone.
+    let both = "while [ ! -f /w/a ] || [ ! -f /w/b ]; do sleep 0.05; done";
     let p = pod(&format!(
         r#"
 metadata: {{name: t-ipc}}
 spec:
+  volumes: [{{name: w, emptyDir: {{}}}}]
   initContainers: [{{name: init, image: busybox, command: [sh, -c, '{print}']}}]
   containers:
-    - {{name: a, image: busybox, command: [sh, -c, '{print}']}}
-    - {{name: b, image: busybox, command: [sh, -c, '{print}']}}
+    - {{name: a, image: busybox, command: [sh, -c, '{print}; touch /w/a; {both}'], volumeMounts: [{{name: w, mountPath: /w}}]}}
+    - {{name: b, image: busybox, command: [sh, -c, '{print}; touch /w/b; {both}'], volumeMounts: [{{name: w, mountPath: /w}}]}}
 "#
     ));
     let run = node.start_pod(p).await.unwrap();
@@ -170,13 +174,14 @@ spec:
         host.0,
         "not the host's IPC namespace"
     );
-    for (i, (_, pid)) in seen.iter().enumerate() {
-        assert_ne!(std::path::Path::new(pid), host.1, "not the host's PID namespace");
-        assert!(
-            seen[i + 1..].iter().all(|(_, other)| other != pid),
-            "a PID namespace per container without shareProcessNamespace: {seen:?}"
-        );
-    }
+    assert!(
+        seen.iter().all(|(_, pid)| std::path::Path::new(pid) != host.1),
+        "not the host's PID namespace: {seen:?}"
+    );
+    assert_ne!(
+        seen[1].1, seen[2].1,
+        "a PID namespace per container without shareProcessNamespace"
+    );
     run.cleanup().await.unwrap();
     assert!(node.leftover_containers().await.unwrap().is_empty());
     assert_eq!(std::fs::read_dir(state.path()).unwrap().count(), 0);
