@@ -9,7 +9,7 @@
 #                       executor image.
 # The same build serves the image and the host (scripts/demo.sh runs the host's tools from
 # it). Symbols are stripped by the profile. Prints the sizes, then the directory last.
-#   bash scripts/build-static.sh [--profile release|dist] [--executors all|emissary]
+#   bash scripts/build-static.sh [--profile release|dist|test-image] [--executors all|emissary]
 # `release` (default) builds fast; `dist` (fat LTO, one codegen unit: the image a cluster
 # pulls, scripts/image.sh) is smaller and takes longer (root Cargo.toml).
 # `--executors all` (default) builds every backend; `emissary` leaves out Argo v3.3's docker,

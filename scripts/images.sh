@@ -40,11 +40,14 @@ if ! "$DOCKER" image inspect noshell:latest >/dev/null 2>&1; then
   echo "images: built noshell:latest"
 fi
 
-# The executor image under the name the tests use, from the same script a release uses.
-DOCKER="$DOCKER" bash scripts/image.sh --name "${ARGOEXEC_IMAGE_NAME:-argoexec}" --tag dev --no-archive --profile release --executors all
+# The executor image under the name the tests use, from the same script a release uses, in
+# the cargo profile ARGOEXEC_IMAGE_PROFILE (default `release`, the demo's: one build for the
+# image and the host; scripts/test.sh and CI use `test-image`, which builds faster).
+profile=${ARGOEXEC_IMAGE_PROFILE:-release}
+DOCKER="$DOCKER" bash scripts/image.sh --name "${ARGOEXEC_IMAGE_NAME:-argoexec}" --tag dev --no-archive --profile "$profile" --executors all
 
 # The tests' executor plugin, from the same static build (already built: cargo only checks).
-static_dir=$(bash scripts/build-static.sh --profile release --executors all | tail -1)
+static_dir=$(bash scripts/build-static.sh --profile "$profile" --executors all | tail -1)
 root=$work/plugin
 mkdir -p "$root/tmp"
 chmod 1777 "$root/tmp"

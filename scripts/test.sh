@@ -2,6 +2,9 @@
 # Run every test of the workspace (the README's test command). Does its own setup.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The tests' images are built in the `test-image` cargo profile (root Cargo.toml): faster to
+# build than release, the same programs. .ci/run sets the same before its own setup.
+export ARGOEXEC_IMAGE_PROFILE=${ARGOEXEC_IMAGE_PROFILE:-test-image}
 # Each step's start, so a CI log shows where the minutes go.
 step() { echo "== test.sh $(date -u +%H:%M:%S) $*"; }
 step setup
