@@ -1,7 +1,8 @@
-//! The tasks of the node's containers on containerd: a new task per start (FIFOs for its
-//! output, the log copier attached first), its wait (exit status, exit time, the cgroup's
-//! OOM verdict) followed by its deletion, TERM → grace → KILL, and the removal of a
-//! container with its task, snapshot, FIFOs and log.
+//! The tasks of the node's containers on containerd: a task made with its container (or
+//! anew for a later start; FIFOs for its output, the log copier attached first), its wait
+//! (exit status, exit time, the cgroup's OOM verdict) with its deletion running on in the
+//! background, TERM → grace → KILL, and the removal of a container with its task, snapshot,
+//! FIFOs and log.
 
 use std::path::Path;
 use std::time::Duration;
@@ -116,7 +117,8 @@ impl ContainerdRuntime {
         }
     }
 
-    /// Wait for the task's exit, read the OOM verdict, delete the task and finish its log.
+    /// Wait for the task's exit, read the OOM verdict, start the task's deletion (it runs on
+    /// in the background) and return once the log is complete.
     pub(super) async fn wait_inner(&self, id: &str) -> Exit {
         let Some(e) = self.entry(id) else {
             return Exit {
