@@ -312,6 +312,8 @@ impl Dispatcher {
                 return;
             };
             tracing::info!(%node, "processing task");
+            // A panicking task fails alone where panics unwind; the image's build aborts, and
+            // the whole agent then ends with exit 64 as Argo's does (argoexec_core::panic).
             let run = std::panic::AssertUnwindSafe(runners.run(&template));
             let (result, again) = futures::FutureExt::catch_unwind(run).await.unwrap_or_else(|_| {
                 (

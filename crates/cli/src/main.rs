@@ -6,7 +6,8 @@
 //! this program hands them over ([`commands::local`]) and carries no local-node code.
 //!
 //! Exit codes: a command's own code (the emissary passes the child's through); **64** for any
-//! executor failure, with the message also written to `/dev/termination-log`.
+//! executor failure, with the message also written to `/dev/termination-log`; a panic too
+//! (the image's build aborts on panic; `argoexec_core::panic`).
 
 mod commands;
 
@@ -78,6 +79,13 @@ enum Command {
 }
 
 fn main() {
+    // In the image's build (panic = "abort") a panic is reported to the termination log and
+    // exits 64, as Argo's executor does; the wrapper's subcommands set their own report
+    // (argoexec_core::panic).
+    argoexec_core::panic::install(argoexec_core::panic::Policy::of_this_build());
+    argoexec_core::panic::set_report(Box::new(|line| {
+        commands::report_panic(&argoexec_core::PodPaths::from_env(), line)
+    }));
     let cli = Cli::parse();
     let log = || argoexec_logging::init(&cli.loglevel, cli.log_format);
     let code = match cli.command {

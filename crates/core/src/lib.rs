@@ -14,6 +14,7 @@
 //! - [`executor_kind`]: the five backend names;
 //! - [`argo_version`]: the Argo controller versions whose pod contract we speak;
 //! - [`exit`]: exit-code rules;
+//! - [`panic`]: what a panic does (reported, exit 64, in the image's abort build);
 //! - [`kill_cmd`]: the `kill-cmd-<container>` annotation (`%d` substitution);
 //! - [`names`]: container names checked before they become paths;
 //! - [`param_file`]: which files may become output parameter values, read bounded.
@@ -31,6 +32,7 @@ pub mod exit;
 pub mod fswatch;
 pub mod kill_cmd;
 pub mod names;
+pub mod panic;
 pub mod param_file;
 pub mod paths;
 pub mod protocol;

@@ -15,6 +15,9 @@ use argoexec_core::exit::EXECUTOR_FAILURE;
 use argv::Command;
 
 fn main() {
+    // In the image's build (panic = "abort") a panic is reported and exits 64; the wrapper
+    // sets the report that also writes its `exitcode` (argoexec_core::panic).
+    argoexec_core::panic::install(argoexec_core::panic::Policy::of_this_build());
     let cli = match argv::parse(std::env::args_os().skip(1)) {
         Ok(cli) => cli,
         Err(e) => {

@@ -18,7 +18,9 @@
 //! Where the crate differs from Go's expr for what Argo users write, the wrapper fixes it:
 //! the member shorthand `filter(xs, .size > 1)` is rewritten to `#.size` ([`shorthand`]);
 //! a panic inside the engine (expr-lang 2.1.0 panics on map literals whose values are not
-//! scalar literals, `{"n": len(data)}`) becomes [`ExprError::Engine`] instead of ending the process.
+//! scalar literals, `{"n": len(data)}`) becomes [`ExprError::Engine`] instead of ending the
+//! process. In the image's build, which aborts on panic, it ends the step with exit 64 and a
+//! termination message naming the expression (`argoexec_core::panic`).
 
 pub mod convert;
 pub mod shorthand;
@@ -72,6 +74,13 @@ pub enum ExprError {
 /// [`ExprError`] naming the program: a syntax error, an evaluation error (an unknown name,
 /// an operator on the wrong types) or a result JSON cannot hold.
 pub fn eval(program: &str, env: &Map<String, Value>) -> Result<Value, ExprError> {
+    // Where panics abort (the image's build), the panic hook names the expression instead.
+    let hint = if program.contains('{') {
+        " (expr-lang 2.1.0 panics on map literals whose values are not scalar literals)"
+    } else {
+        ""
+    };
+    let _context = argoexec_core::panic::context(format!("evaluating the expression {program:?}{hint}"));
     std::panic::catch_unwind(|| eval_unguarded(program, env)).unwrap_or_else(|panic| {
         let message = panic
             .downcast_ref::<String>()

@@ -109,6 +109,14 @@ pub fn run(opts: SupervisorOptions) -> i32 {
     if let Err(e) = argoexec_core::names::check_container_name(&name, "ARGO_CONTAINER_NAME") {
         return report_failure(&paths, &e.into());
     }
+    // In the image's build a panic aborts and never reaches the catch below: the panic hook
+    // reports it the same way, `exitcode` included (argoexec_core::panic).
+    let (hook_paths, hook_name) = (paths.clone(), name.clone());
+    argoexec_core::panic::set_report(Box::new(move |line| {
+        let code = report_failure(&hook_paths, &SupervisorError::Internal(line.to_string()));
+        write_exitcode(&hook_paths, &hook_name, code);
+        code
+    }));
     nix::sys::stat::umask(nix::sys::stat::Mode::empty());
     // Block signals before the directory announces "started": from then on a SIGTERM is an
     // event to handle (exit code file included), not the default instant death.
@@ -130,16 +138,21 @@ pub fn run(opts: SupervisorOptions) -> i32 {
             report_failure(&paths, &SupervisorError::Internal(msg))
         }
     };
-    let file = paths.exitcode_file(&name);
-    if let Err(e) = protocol::write_atomic(&file, code.to_string().as_bytes(), 0o666) {
-        tracing::error!(path = %file.display(), error = %e, "failed to write the exit code");
-    }
+    write_exitcode(&paths, &name, code);
     match role {
         Role::ArtifactPluginSidecar if ran => {
             tracing::info!(code, "artifact plugin sidecar command exited");
             0
         }
         _ => code,
+    }
+}
+
+/// Write `code` to the container's `exitcode` file (atomically, mode 0666).
+fn write_exitcode(paths: &PodPaths, name: &str, code: i32) {
+    let file = paths.exitcode_file(name);
+    if let Err(e) = protocol::write_atomic(&file, code.to_string().as_bytes(), 0o666) {
+        tracing::error!(path = %file.display(), error = %e, "failed to write the exit code");
     }
 }
 

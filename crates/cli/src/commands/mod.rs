@@ -20,12 +20,23 @@ pub fn fail(paths: &PodPaths, err: &anyhow::Error) -> i32 {
     let message = format!("{err:#}");
     tracing::error!(error = %message, "executor failed");
     eprintln!("argoexec: {message}");
+    write_termination_log(paths, &message);
+    EXECUTOR_FAILURE
+}
+
+/// Report a panic (the image's build, which aborts): the panic hook has printed it to
+/// stderr; write it to the termination log, as Argo's executor does. Returns exit 64.
+pub fn report_panic(paths: &PodPaths, line: &str) -> i32 {
+    write_termination_log(paths, line);
+    EXECUTOR_FAILURE
+}
+
+fn write_termination_log(paths: &PodPaths, message: &str) {
     let path = paths.termination_log();
     if let Some(parent) = path.parent() {
         let _ = std::fs::create_dir_all(parent);
     }
-    let _ = std::fs::write(&path, &message);
-    EXECUTOR_FAILURE
+    let _ = std::fs::write(&path, message);
 }
 
 /// Arguments shared by `argoexec init` and `argoexec wait`.
