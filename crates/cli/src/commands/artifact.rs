@@ -83,8 +83,7 @@ pub fn run(args: Args) -> i32 {
 
 async fn execute(args: &Args) -> anyhow::Result<()> {
     let text = args.location.as_deref().context("LOCATION is required")?;
-    let loc: ArtifactLocation =
-        serde_saphyr::from_str(text).context("LOCATION is not an artifact location")?;
+    let loc = parse_location(text)?;
     let settings = Arc::new(Settings::from_env()?);
     let driver = AnyDriver::for_location(&loc, &settings)?;
     let path = || args.path.clone().context("PATH is required");
@@ -163,6 +162,14 @@ async fn execute(args: &Args) -> anyhow::Result<()> {
 /// `argoexec artifact delete`: 0 when every artifact was attempted and every status written
 /// (failed deletes are in the statuses, as Argo); 64 with the termination message when the
 /// API fails or is not configured.
+/// A LOCATION argument (JSON or YAML): YAML to JSON, then the JSON into the type, as Go's
+/// sigs.k8s.io/yaml does for Argo (and one YAML deserializer in the image, the one manifests
+/// use: issue 17).
+fn parse_location(text: &str) -> anyhow::Result<ArtifactLocation> {
+    let value: serde_json::Value = serde_saphyr::from_str(text).context("LOCATION is not YAML or JSON")?;
+    serde_json::from_value(value).context("LOCATION is not an artifact location")
+}
+
 fn gc(args: &Args) -> i32 {
     let paths = PodPaths::from_env();
     match gc_execute(&paths, args) {
@@ -229,4 +236,28 @@ fn gc_execute(paths: &PodPaths, args: &Args) -> anyhow::Result<()> {
         "artifacts deleted"
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_location;
+
+    #[test]
+    fn locations_parse_from_yaml_and_json_as_argo_reads_them() {
+        let yaml = parse_location("s3: {bucket: b, key: 'k/x.tgz', endpoint: 'minio:9000', insecure: true}")
+            .unwrap();
+        let json = parse_location(
+            r#"{"s3":{"bucket":"b","key":"k/x.tgz","endpoint":"minio:9000","insecure":true}}"#,
+        )
+        .unwrap();
+        assert_eq!(yaml, json);
+        let s3 = yaml.s3.expect("an s3 location");
+        assert_eq!((s3.bucket.as_deref(), s3.key.as_str()), (Some("b"), "k/x.tgz"));
+        // A number where Argo's field is a string is refused, as Go's YAML-to-JSON reading
+        // refuses it.
+        let err = parse_location("s3: {bucket: 123, key: k}").unwrap_err();
+        assert!(format!("{err:#}").contains("not an artifact location"), "{err:#}");
+        let err = parse_location("s3: [unclosed").unwrap_err();
+        assert!(format!("{err:#}").contains("not YAML or JSON"), "{err:#}");
+    }
 }
