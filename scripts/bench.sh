@@ -17,6 +17,9 @@
 # Each benchmark's full output is kept in target/bench-logs/NAME.log.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+# The figures are release's: the local argoexec:dev image (scripts/images.sh) in the same
+# profile as the host's programs, not the demo's `quick`.
+export ARGOEXEC_IMAGE_PROFILE=${ARGOEXEC_IMAGE_PROFILE:-release}
 
 all=(archive emissary run layout containerd docker_copy wait_notice base_layer s3 taskresult resource footprint gc agent)
 command_line="bash scripts/bench.sh$(printf ' %q' "$@")"

@@ -14,7 +14,7 @@ name=argoexec-rs
 fail() { echo "check-image: FAILED: $*" >&2; exit 1; }
 # The tests' profile (the build scripts/images.sh already made, ARGOEXEC_IMAGE_PROFILE);
 # scripts/image.sh defaults to dist.
-archive=$(bash scripts/image.sh --tag "$tag" --profile "${ARGOEXEC_IMAGE_PROFILE:-release}" | tail -1)
+archive=$(bash scripts/image.sh --tag "$tag" --profile "${ARGOEXEC_IMAGE_PROFILE:-quick}" | tail -1)
 trap '"$DOCKER" image rm -f "$name:$tag" "$name:$tag-nonroot" >/dev/null 2>&1 || true; rm -f "$archive"' EXIT
 "$DOCKER" image rm "$name:$tag" "$name:$tag-nonroot" >/dev/null
 "$DOCKER" load -i "$archive" >/dev/null || fail "docker load -i $archive"

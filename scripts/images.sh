@@ -41,9 +41,9 @@ if ! "$DOCKER" image inspect noshell:latest >/dev/null 2>&1; then
 fi
 
 # The executor image under the name the tests use, from the same script a release uses, in
-# the cargo profile ARGOEXEC_IMAGE_PROFILE (default `release`, the demo's: one build for the
-# image and the host; scripts/test.sh and CI use `test-image`, which builds faster).
-profile=${ARGOEXEC_IMAGE_PROFILE:-release}
+# the cargo profile ARGOEXEC_IMAGE_PROFILE (default `quick`, the demo's: one build for the
+# image and the host; scripts/test.sh and CI use `test-image`, scripts/bench.sh `release`).
+profile=${ARGOEXEC_IMAGE_PROFILE:-quick}
 DOCKER="$DOCKER" bash scripts/image.sh --name "${ARGOEXEC_IMAGE_NAME:-argoexec}" --tag dev --no-archive --profile "$profile" --executors all
 
 # The tests' executor plugin, from the same static build (already built: cargo only checks).
