@@ -16,13 +16,20 @@
 # kubelet, k8sapi and pns (argoexec's feature `legacy`; Argo v3.4 removed them), and builds
 # only the image's programs (argoexec, argoexec-emissary): the host's tools and the tests'
 # plugins come from the `all` build, and building them again without the feature would only
-# cost minutes.
+# cost minutes. ARGOEXEC_STATIC_PROGRAMS=main (scripts/demo.sh) leaves the tests' two plugins
+# out of the `all` build: the main job builds only what it runs (scripts/images.sh then makes
+# no plugin images).
 # An explicit --target is needed so that proc-macro crates are still built dynamically.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 profile=release
 features=()
-packages=(-p argoexec -p argoexec-emissary -p argoexec-local -p argoexec-plugin-hello -p argoexec-plugin-dir)
+packages=(-p argoexec -p argoexec-emissary -p argoexec-local)
+case "${ARGOEXEC_STATIC_PROGRAMS:-all}" in
+  all) packages+=(-p argoexec-plugin-hello -p argoexec-plugin-dir) ;;
+  main) ;;
+  *) echo "build-static.sh: ARGOEXEC_STATIC_PROGRAMS must be all or main" >&2; exit 2 ;;
+esac
 while [ $# -gt 0 ]; do
   case "$1" in
     --profile) profile=${2:?--profile needs release, quick, dist or test-image}; shift 2 ;;

@@ -6,7 +6,8 @@
 #   bash scripts/demo.sh [WORKFLOW.yaml] [--executor docker] [-o json] [-p name=value]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export ARGOEXEC_IMAGE_PROFILE=quick
+# The `quick` profile (root Cargo.toml), without the tests' plugins (scripts/build-static.sh).
+export ARGOEXEC_IMAGE_PROFILE=quick ARGOEXEC_STATIC_PROGRAMS=main
 bash scripts/setup.sh --main
 workflow=${1:-examples/hello-world.yaml}
 shift || true

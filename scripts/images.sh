@@ -46,7 +46,9 @@ fi
 profile=${ARGOEXEC_IMAGE_PROFILE:-quick}
 DOCKER="$DOCKER" bash scripts/image.sh --name "${ARGOEXEC_IMAGE_NAME:-argoexec}" --tag dev --no-archive --profile "$profile" --executors all
 
-# The tests' executor plugin, from the same static build (already built: cargo only checks).
+# The tests' plugins, from the same static build (already built: cargo only checks); not for
+# the main job (scripts/demo.sh sets ARGOEXEC_STATIC_PROGRAMS=main: they are test-only tools).
+[ "${ARGOEXEC_STATIC_PROGRAMS:-all}" = main ] && exit 0
 static_dir=$(bash scripts/build-static.sh --profile "$profile" --executors all | tail -1)
 root=$work/plugin
 mkdir -p "$root/tmp"
