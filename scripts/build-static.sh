@@ -9,7 +9,7 @@
 #                       executor image.
 # The same build serves the image and the host (scripts/demo.sh runs the host's tools from
 # it). Symbols are stripped by the profile. Prints the sizes, then the directory last.
-#   bash scripts/build-static.sh [--profile release|quick|dist|test-image] [--executors all|emissary]
+#   bash scripts/build-static.sh [--profile release|quick|dist] [--executors all|emissary]
 # `release` (default: the benchmarks') builds fast, `quick` (the demo's, opt-level 1) faster; `dist` (fat LTO, one codegen unit: the image a cluster
 # pulls, scripts/image.sh) is smaller and takes longer (root Cargo.toml).
 # `--executors all` (default) builds every backend; `emissary` leaves out Argo v3.3's docker,
@@ -32,7 +32,7 @@ case "${ARGOEXEC_STATIC_PROGRAMS:-all}" in
 esac
 while [ $# -gt 0 ]; do
   case "$1" in
-    --profile) profile=${2:?--profile needs release, quick, dist or test-image}; shift 2 ;;
+    --profile) profile=${2:?--profile needs release, quick or dist}; shift 2 ;;
     --executors)
       case "${2:-}" in
         all) features=() ;;

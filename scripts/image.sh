@@ -10,10 +10,10 @@
 # Both carry OCI labels. Unless --no-archive, `docker save` writes both to
 # target/image/NAME-TAG.tar (docker load, ctr images import and registry tools take it).
 #   bash scripts/image.sh [--name argoexec-rs] [--tag <workspace version>] [--no-archive]
-#                         [--profile dist|release|quick|test-image] [--executors emissary|all]
+#                         [--profile dist|release|quick] [--executors emissary|all]
 # The default profile is `dist` (fat LTO: the smallest programs); scripts/images.sh builds the
-# local argoexec:dev with `quick` (the demo's), `test-image` under the tests, or `release`
-# under the benchmarks (all build faster). The default executors are the
+# local argoexec:dev with `quick` (the demo's and the tests'), or `release` under the
+# benchmarks (both build faster). The default executors are the
 # emissary only (Argo v3.4 and later); `--executors all` adds Argo v3.3's docker, kubelet,
 # k8sapi and pns, for a `-legacy` tag (docs/deploy.md):
 #   bash scripts/image.sh --executors all --tag 0.1.0-legacy

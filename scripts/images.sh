@@ -42,7 +42,7 @@ fi
 
 # The executor image under the name the tests use, from the same script a release uses, in
 # the cargo profile ARGOEXEC_IMAGE_PROFILE (default `quick`, the demo's: one build for the
-# image and the host; scripts/test.sh and CI use `test-image`, scripts/bench.sh `release`).
+# image and the host, which the tests use too; scripts/bench.sh sets `release`).
 profile=${ARGOEXEC_IMAGE_PROFILE:-quick}
 DOCKER="$DOCKER" bash scripts/image.sh --name "${ARGOEXEC_IMAGE_NAME:-argoexec}" --tag dev --no-archive --profile "$profile" --executors all
 

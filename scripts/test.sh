@@ -2,9 +2,10 @@
 # Run every test of the workspace (the README's test command). Does its own setup.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# The tests' images are built in the `test-image` cargo profile (root Cargo.toml): faster to
-# build than release, the same programs. .ci/run sets the same before its own setup.
-export ARGOEXEC_IMAGE_PROFILE=${ARGOEXEC_IMAGE_PROFILE:-test-image}
+# The tests' images are built in the `quick` cargo profile (root Cargo.toml), as the demo's:
+# faster to build than release, the same programs, and one build serves both commands.
+# .ci/run sets the same before its own setup.
+export ARGOEXEC_IMAGE_PROFILE=${ARGOEXEC_IMAGE_PROFILE:-quick}
 # Each step's start, so a CI log shows where the minutes go.
 step() { echo "== test.sh $(date -u +%H:%M:%S) $*"; }
 step setup

@@ -8,7 +8,7 @@
 //! gets one line naming the panic, its place and what was running ([`context`]), and the
 //! process exits with the code the report returns, 64 ([`crate::exit::EXECUTOR_FAILURE`]).
 //!
-//! Builds that unwind (`dev`, `release`, `test-image`) keep the default behaviour: the
+//! Builds that unwind (`dev`, the cargo tests, `release`) keep the default behaviour: the
 //! catches in the wrapper, the expression engine and the agent's workers turn a panic into
 //! an error there, and the hook only prints. [`Policy::of_this_build`] tells which applies.
 //!

@@ -5,7 +5,10 @@
 //! this program (found beside `argoexec`), so the commands stay as short as before.
 //!
 //! Exit codes: `run` exits with the step's outcome (0 succeeded, 1 failed, 2 error); the
-//! others 0, or 1 with a message.
+//! others 0, or 1 with a message. A panic is a bug: where the build aborts on panic (the
+//! `quick` profile the demo builds, root `Cargo.toml`) it is reported in one line and the
+//! program exits 70 (`EX_SOFTWARE`); a build that unwinds (`release`, the cargo tests) keeps
+//! the default, in which the node's connection tasks fail alone.
 
 mod commands;
 
@@ -37,7 +40,15 @@ enum Command {
     Version,
 }
 
+/// The exit code after a panic in a build that aborts on panic (`EX_SOFTWARE`).
+const PANIC_EXIT: i32 = 70;
+
 fn main() {
+    argoexec_core::panic::install(argoexec_core::panic::Policy::of_this_build());
+    argoexec_core::panic::set_report(Box::new(|line| {
+        eprintln!("argoexec-local: internal error (a bug; please report it): {line}");
+        PANIC_EXIT
+    }));
     let cli = Cli::parse();
     argoexec_logging::init(&cli.loglevel, cli.log_format);
     let code = match cli.command {
