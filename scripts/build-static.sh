@@ -10,8 +10,9 @@
 # The same build serves the image and the host (scripts/demo.sh runs the host's tools from
 # it). Symbols are stripped by the profile. Prints the sizes, then the directory last.
 #   bash scripts/build-static.sh [--profile release|quick|dist] [--executors all|emissary]
-# `release` (default: the benchmarks') builds fast, `quick` (the demo's, opt-level 1) faster; `dist` (fat LTO, one codegen unit: the image a cluster
-# pulls, scripts/image.sh) is smaller and takes longer (root Cargo.toml).
+# `release` (default: the benchmarks') builds fast, `quick` (opt-level 1: the demo's and the
+# tests') faster; `dist` (fat LTO, one codegen unit: the image a cluster pulls,
+# scripts/image.sh) is smaller and takes longer (root Cargo.toml).
 # `--executors all` (default) builds every backend; `emissary` leaves out Argo v3.3's docker,
 # kubelet, k8sapi and pns (argoexec's feature `legacy`; Argo v3.4 removed them), and builds
 # only the image's programs (argoexec, argoexec-emissary): the host's tools and the tests'
