@@ -3,7 +3,8 @@
 //! * the socket is `/tmp/artifact-plugins/<name>/socket`; the client waits for it to appear,
 //!   checking once a second for up to 120 s (the plugin's container may start after ours);
 //! * plaintext HTTP/2 over the Unix socket, connected within the artifact's
-//!   `connectionTimeoutSeconds` (5 s when 0);
+//!   `connectionTimeoutSeconds` (5 s when 0), dialling again while the plugin refuses
+//!   ([`crate::dial`]; grpc-go's back-off does this for Argo);
 //! * no per-call deadline (a large upload takes what it takes) and no retries here;
 //! * a call fails on a gRPC error, on `success: false` (Load, Save, Delete) or on a non-empty
 //!   `error` (ListObjects, IsDirectory), with Argo's `plugin <name> <op> failed: …` wording.
@@ -53,9 +54,21 @@ pub enum PluginError {
         /// The cause.
         source: std::io::Error,
     },
-    /// No connection within the time-out.
-    #[error("plugin {name}: cannot connect to {}: {source}", socket.display())]
+    /// The socket accepted no connection within the time-out.
+    #[error("plugin {name}: cannot connect to {} within {timeout:?}: {source}", socket.display())]
     Connect {
+        /// The plugin.
+        name: String,
+        /// The socket path.
+        socket: PathBuf,
+        /// The connection time-out.
+        timeout: Duration,
+        /// The last dial's error.
+        source: std::io::Error,
+    },
+    /// Connected, but no HTTP/2 connection could be set up over the socket.
+    #[error("plugin {name}: no HTTP/2 connection over {}: {source}", socket.display())]
+    Handshake {
         /// The plugin.
         name: String,
         /// The socket path.
@@ -94,10 +107,12 @@ pub struct PluginClient {
 
 impl PluginClient {
     /// Wait for `socket` (see [`SOCKET_WAIT`]) and connect to plugin `name` within
-    /// `timeout` ([`DEFAULT_CONNECT_TIMEOUT`] when zero).
+    /// `timeout` ([`DEFAULT_CONNECT_TIMEOUT`] when zero), dialling again while the plugin
+    /// is not listening yet ([`crate::dial`]).
     ///
     /// # Errors
-    /// [`PluginError::NoSocket`], [`PluginError::Stat`] or [`PluginError::Connect`].
+    /// [`PluginError::NoSocket`], [`PluginError::Stat`], [`PluginError::Connect`] or
+    /// [`PluginError::Handshake`].
     pub async fn connect(
         name: &str,
         socket: &Path,
@@ -110,23 +125,38 @@ impl PluginClient {
         } else {
             timeout
         };
-        let path = socket.to_path_buf();
-        // The URI is a placeholder: the connector below always dials the socket.
-        let channel =
-            Endpoint::from_static("http://localhost")
-                .connect_timeout(timeout)
-                .connect_with_connector(tower::service_fn(move |_: tonic::transport::Uri| {
-                    let path = path.clone();
-                    async move {
-                        Ok::<_, std::io::Error>(TokioIo::new(tokio::net::UnixStream::connect(path).await?))
-                    }
-                }))
-                .await
-                .map_err(|source| PluginError::Connect {
-                    name: name.to_string(),
-                    socket: socket.to_path_buf(),
-                    source,
-                })?;
+        let first = dial(name, socket, timeout)
+            .await
+            .map_err(|source| PluginError::Connect {
+                name: name.to_string(),
+                socket: socket.to_path_buf(),
+                timeout,
+                source,
+            })?;
+        // The first connection is the one dialled above; a reconnection dials again, with
+        // the same patience.
+        let first = std::sync::Mutex::new(Some(first));
+        let (path, plugin) = (socket.to_path_buf(), name.to_string());
+        let connector = tower::service_fn(move |_: tonic::transport::Uri| {
+            let ready = first.lock().ok().and_then(|mut f| f.take());
+            let (path, plugin) = (path.clone(), plugin.clone());
+            async move {
+                let stream = match ready {
+                    Some(stream) => stream,
+                    None => dial(&plugin, &path, timeout).await?,
+                };
+                Ok::<_, std::io::Error>(TokioIo::new(stream))
+            }
+        });
+        // The URI is a placeholder: the connector always dials the socket.
+        let channel = Endpoint::from_static("http://localhost")
+            .connect_with_connector(connector)
+            .await
+            .map_err(|source| PluginError::Handshake {
+                name: name.to_string(),
+                socket: socket.to_path_buf(),
+                source,
+            })?;
         tracing::debug!(plugin = name, socket = %socket.display(), "connected to the artifact plugin");
         Ok(Self {
             name: name.to_string(),
@@ -273,6 +303,18 @@ impl PluginClient {
         }
         Ok(out)
     }
+}
+
+/// Dial plugin `name` at `socket` within `timeout`, logging the first refusal.
+async fn dial(name: &str, socket: &Path, timeout: Duration) -> std::io::Result<tokio::net::UnixStream> {
+    let mut logged = false;
+    let deadline = tokio::time::Instant::now() + timeout;
+    crate::dial::dial(socket, deadline, |e| {
+        if !std::mem::replace(&mut logged, true) {
+            tracing::info!(plugin = name, socket = %socket.display(), error = %e, "the artifact plugin is not listening yet; dialling again");
+        }
+    })
+    .await
 }
 
 /// Wait until `socket` exists, checking `wait.0` times `wait.1` apart.

@@ -8,10 +8,12 @@
 //!   Argo's plugins expect them: `docs/design/artifact-plugins.md`);
 //! * [`convert`]: an Argo artifact as the plugin sees it;
 //! * [`client`]: [`PluginClient`] — waits for the socket, connects without TLS, and maps a
-//!   plugin's answers to [`PluginError`]s with Argo's wording.
+//!   plugin's answers to [`PluginError`]s with Argo's wording;
+//! * [`dial`]: the socket dialled again while the plugin is not listening yet.
 
 pub mod client;
 pub mod convert;
+pub mod dial;
 
 /// The generated messages, client (`artifact_service_client`) and server
 /// (`artifact_service_server`) of `artifact.ArtifactService`.

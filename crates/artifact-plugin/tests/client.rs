@@ -101,3 +101,45 @@ async fn the_client_waits_for_a_late_socket_and_gives_up_with_argos_message() {
         "{e}"
     );
 }
+
+#[tokio::test]
+async fn a_socket_nobody_listens_on_fails_within_the_time_out_naming_the_refusal() {
+    let d = tempfile::tempdir().unwrap();
+    let socket = d.path().join("socket");
+    // A socket file left by a plugin that bound and went away.
+    drop(std::os::unix::net::UnixListener::bind(&socket).unwrap());
+    let started = std::time::Instant::now();
+    let e = PluginClient::connect("dir", &socket, Duration::from_millis(300), QUICK)
+        .await
+        .unwrap_err();
+    assert!(started.elapsed() >= Duration::from_millis(300), "{e}");
+    match &e {
+        PluginError::Connect { source, .. } => {
+            assert_eq!(source.kind(), std::io::ErrorKind::ConnectionRefused, "{e}");
+        }
+        other => panic!("{other}"),
+    }
+    let text = e.to_string();
+    assert!(
+        text.starts_with("plugin dir: cannot connect to ") && text.contains("within 300ms"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn a_plugin_that_listens_after_its_socket_appears_is_reached() {
+    let d = tempfile::tempdir().unwrap();
+    let (root, socket) = (d.path().join("store"), d.path().join("socket"));
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::create_dir_all(root.join("sub")).unwrap();
+    // The file exists but refuses, as between a plugin's bind and listen. `join!` polls
+    // the client first: its first dial is refused (a Unix connect answers at once), and
+    // only then does the plugin replace the file and listen.
+    drop(std::os::unix::net::UnixListener::bind(&socket).unwrap());
+    let connecting = PluginClient::connect("dir", &socket, Duration::from_secs(30), QUICK);
+    let serving = async { serve(&socket) };
+    let (c, ()) = tokio::join!(connecting, serving);
+    let c = c.unwrap();
+    let config = format!("root: {root:?}");
+    assert!(c.is_directory(artifact(&config, "sub")).await.unwrap());
+}
