@@ -19,7 +19,7 @@
 
 use std::cell::RefCell;
 use std::panic::PanicHookInfo;
-use std::sync::{Once, RwLock};
+use std::sync::{Once, OnceLock, RwLock};
 
 use crate::exit::EXECUTOR_FAILURE;
 
@@ -28,6 +28,10 @@ pub type Report = Box<dyn Fn(&str) -> i32 + Send + Sync>;
 
 static REPORT: RwLock<Option<Report>> = RwLock::new(None);
 static INSTALL: Once = Once::new();
+static LABEL: OnceLock<&'static str> = OnceLock::new();
+
+/// The words a panic's line starts with unless [`install_labelled`] names others.
+pub const EXECUTOR_LABEL: &str = "executor panic";
 
 thread_local! {
     static CONTEXT: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
@@ -54,9 +58,17 @@ impl Policy {
 }
 
 /// Install the hook (once per process; later calls change nothing). The default hook's
-/// output (the panic message, a backtrace when `RUST_BACKTRACE` asks) is kept.
+/// output (the panic message, a backtrace when `RUST_BACKTRACE` asks) is kept. A panic's
+/// line starts with [`EXECUTOR_LABEL`].
 pub fn install(policy: Policy) {
+    install_labelled(policy, EXECUTOR_LABEL);
+}
+
+/// [`install`], the panic's line starting with `label` instead (a program that is not the
+/// executor, such as the local tools, says what a panic means to its user).
+pub fn install_labelled(policy: Policy, label: &'static str) {
     INSTALL.call_once(|| {
+        let _ = LABEL.set(label);
         let default = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
             default(info);
@@ -105,7 +117,8 @@ impl Drop for ContextGuard {
     }
 }
 
-/// One line for a panic: its message, where, and the thread's [`context`].
+/// One line for a panic: the installed label ([`EXECUTOR_LABEL`] unless
+/// [`install_labelled`] said otherwise), its message, where, and the thread's [`context`].
 pub fn describe(info: &PanicHookInfo<'_>) -> String {
     let payload = info.payload();
     let message = payload
@@ -113,7 +126,8 @@ pub fn describe(info: &PanicHookInfo<'_>) -> String {
         .map(|s| (*s).to_string())
         .or_else(|| payload.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "(no message)".into());
-    let mut line = format!("executor panic: {message}");
+    let label = LABEL.get().copied().unwrap_or(EXECUTOR_LABEL);
+    let mut line = format!("{label}: {message}");
     if let Some(at) = info.location() {
         line.push_str(&format!(" (at {}:{})", at.file(), at.line()));
     }
@@ -132,6 +146,7 @@ mod tests {
     use super::*;
 
     const CHILD_ENV: &str = "ARGOEXEC_PANIC_TEST_CHILD";
+    const LABEL_ENV: &str = "ARGOEXEC_PANIC_TEST_LABEL";
 
     /// Run only as the child of [`exit_policy_reports_the_panic_and_exits_with_the_reports_code`]:
     /// the hook with [`Policy::Exit`] in this (unwinding) test build stands for an abort build.
@@ -141,7 +156,10 @@ mod tests {
         let Some(out) = std::env::var_os(CHILD_ENV) else {
             return;
         };
-        install(Policy::Exit);
+        match std::env::var(LABEL_ENV) {
+            Ok(label) => install_labelled(Policy::Exit, String::leak(label)),
+            Err(_) => install(Policy::Exit),
+        }
         set_report(Box::new(move |line| {
             std::fs::write(&out, line).expect("write the report");
             EXECUTOR_FAILURE
@@ -151,12 +169,12 @@ mod tests {
         panic!("boom {}", 42);
     }
 
-    #[test]
-    fn exit_policy_reports_the_panic_and_exits_with_the_reports_code() {
-        let dir = std::env::temp_dir().join(format!("argoexec-panic-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let out = dir.join("report");
-        let status = std::process::Command::new(std::env::current_exe().unwrap())
+    /// Run [`child_that_panics`] (with `label`, if any); its exit code and report.
+    fn panicking_child(label: Option<&str>) -> (Option<i32>, String) {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("report");
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap());
+        child
             .args([
                 "--exact",
                 "panic::tests::child_that_panics",
@@ -164,13 +182,27 @@ mod tests {
                 "--test-threads=1",
             ])
             .env(CHILD_ENV, &out)
+            .env_remove(LABEL_ENV)
             .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status()
-            .unwrap();
-        assert_eq!(status.code(), Some(EXECUTOR_FAILURE), "{status:?}");
-        let line = std::fs::read_to_string(&out).unwrap();
-        std::fs::remove_dir_all(&dir).unwrap();
+            .stderr(std::process::Stdio::null());
+        if let Some(label) = label {
+            child.env(LABEL_ENV, label);
+        }
+        let status = child.status().unwrap();
+        (status.code(), std::fs::read_to_string(&out).unwrap_or_default())
+    }
+
+    #[test]
+    fn a_label_replaces_the_executors_words() {
+        let (code, line) = panicking_child(Some("internal error (a bug)"));
+        assert_eq!(code, Some(EXECUTOR_FAILURE));
+        assert!(line.starts_with("internal error (a bug): boom 42 (at "), "{line}");
+    }
+
+    #[test]
+    fn exit_policy_reports_the_panic_and_exits_with_the_reports_code() {
+        let (code, line) = panicking_child(None);
+        assert_eq!(code, Some(EXECUTOR_FAILURE), "{line}");
         assert!(line.starts_with("executor panic: boom 42 (at "), "{line}");
         assert!(line.contains("panic.rs:"), "{line}");
         assert!(

@@ -44,9 +44,12 @@ enum Command {
 const PANIC_EXIT: i32 = 70;
 
 fn main() {
-    argoexec_core::panic::install(argoexec_core::panic::Policy::of_this_build());
+    argoexec_core::panic::install_labelled(
+        argoexec_core::panic::Policy::of_this_build(),
+        "internal error (a bug; please report it)",
+    );
     argoexec_core::panic::set_report(Box::new(|line| {
-        eprintln!("argoexec-local: internal error (a bug; please report it): {line}");
+        eprintln!("argoexec-local: {line}");
         PANIC_EXIT
     }));
     let cli = Cli::parse();
