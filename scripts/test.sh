@@ -24,7 +24,7 @@ ws() { cargo test --workspace --locked "$@"; }
 # through the endpoints), and the faults that apply (OOM, deletion, eviction, a SIGKILLed
 # PID 1; the deadline is the node suite's). The full matrix stays on Docker.
 step "containerd: the node's and the endpoints' suites"
-ARGOEXEC_NODE_RUNTIME=containerd ws --test pods --test sidecars --test exec --test kube_rs \
+ARGOEXEC_NODE_RUNTIME=containerd ws --test pods --test sidecars --test exec --test leftovers --test kube_rs \
   --test custom_resources --test secrets --test faults -- --test-threads=2
 step "containerd: end-to-end runs"
 ARGOEXEC_RUNTIME=containerd ws --test run_examples --test run_initless --test run_kube_backends \

@@ -134,10 +134,13 @@ pub struct LocalNode {
     config: NodeConfig,
     /// `config.secrets`, shared with every pod.
     node_secrets: Arc<std::collections::BTreeMap<String, ObjectData>>,
+    /// The directory of the node's pods.
+    pods_home: Arc<crate::leftovers::PodsHome>,
 }
 
 impl LocalNode {
-    /// Connect and check that the Engine answers.
+    /// Connect and check that the runtime answers; then remove what nodes that ended
+    /// without cleaning up left in the state directory ([`crate::leftovers`]).
     ///
     /// # Errors
     /// [`NodeError::Connect`] when the socket does not answer.
@@ -160,11 +163,13 @@ impl LocalNode {
                     })?,
             ),
         };
+        crate::leftovers::sweep(runtime.as_ref(), &config.state_dir).await;
         let node_secrets = Arc::new(config.secrets.clone());
         Ok(Self {
             runtime,
             config,
             node_secrets,
+            pods_home: Arc::default(),
         })
     }
 
@@ -225,7 +230,10 @@ impl LocalNode {
             .clone();
         let objects = PodObjects::new(objects, self.node_secrets.clone(), &ns);
         let uid = pod.metadata.uid.clone().unwrap_or_default();
-        let pod_dir = self.config.state_dir.join(&uid);
+        let home = self
+            .pods_home
+            .get(&self.config.state_dir, &self.config.node_label)?;
+        let pod_dir = home.path().join(&uid);
         make_dir(&pod_dir, 0o755)?;
         let discard_dir = |pod_dir: &std::path::Path| {
             crate::tmpfs::unmount_below(pod_dir);
@@ -262,6 +270,7 @@ impl LocalNode {
             node_label: self.config.node_label.clone(),
             pod,
             pod_dir,
+            home: std::sync::Mutex::new(Some(home)),
             volumes: prepared,
             objects,
             pause_id: pause_id.clone(),

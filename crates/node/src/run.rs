@@ -119,11 +119,14 @@ impl PodRun {
         };
         self.shared.runtime.remove(&ids).await;
         crate::tmpfs::unmount_below(&self.shared.pod_dir);
-        match std::fs::remove_dir_all(&self.shared.pod_dir) {
+        let removed = match std::fs::remove_dir_all(&self.shared.pod_dir) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
             Err(e) => Err(NodeError::io("remove pod directory", &self.shared.pod_dir, e)),
-        }
+        };
+        // The node's directory goes with its last pod.
+        drop(self.shared.home.lock().unwrap_or_else(|p| p.into_inner()).take());
+        removed
     }
 }
 

@@ -20,6 +20,9 @@ pub(crate) struct Shared {
     pub node_label: String,
     pub pod: Pod,
     pub pod_dir: PathBuf,
+    /// The node's directory `pod_dir` is in, held until the pod is cleaned up
+    /// ([`crate::leftovers`]).
+    pub home: Mutex<Option<std::sync::Arc<crate::owned_dir::OwnedDir>>>,
     pub volumes: HashMap<String, HostVolume>,
     /// The ConfigMaps and Secrets of the pod's namespace (env is read at container creation).
     pub objects: PodObjects,

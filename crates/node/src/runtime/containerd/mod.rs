@@ -131,8 +131,8 @@ pub struct ContainerdRuntime {
     dir: PathBuf,
     entries: Mutex<HashMap<String, Arc<Entry>>>,
     images: image::ConfigCache,
-    /// Sandboxes that are an IPC namespace kept at a path, by ID ([`sandbox`]).
-    held: Mutex<HashMap<String, PathBuf>>,
+    /// Sandboxes that are an IPC namespace kept at a path ([`sandbox`]).
+    held: Mutex<sandbox::HeldIpc>,
 }
 
 impl ContainerdRuntime {
@@ -159,12 +159,13 @@ impl ContainerdRuntime {
             .map_err(|s| RuntimeError::containerd("ask the version of", at, s))?;
         // Made with the first container, removed with the last.
         let dir = state_dir.join("containerd");
+        sandbox::sweep(&dir);
         Ok(Self {
             c,
             dir,
             entries: Mutex::new(HashMap::new()),
             images: image::ConfigCache::default(),
-            held: Mutex::new(HashMap::new()),
+            held: Mutex::new(sandbox::HeldIpc::default()),
         })
     }
 

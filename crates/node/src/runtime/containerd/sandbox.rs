@@ -8,14 +8,45 @@
 //! container, so no runc create, start, kill and delete and no shim on the pod's path. Its
 //! containers join it by that path; the removal of the sandbox unmounts it.
 //!
+//! The files are `<state>/containerd/ipc-<owner>/<sandbox id>`, in a directory this runtime
+//! owns ([`crate::owned_dir`]: made with the first namespace, removed with the last). A
+//! node that crashed leaves its namespaces mounted; the next runtime to connect to the same
+//! state directory unmounts and removes those of owners no longer alive ([`sweep`]).
+//!
 //! Docker keeps the pause container for every pod (its containers join a container's IPC
 //! namespace, not a path).
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use super::spec::SandboxNs;
 use super::{ContainerSpec, ContainerdRuntime, not_ours};
+use crate::owned_dir::{self, OwnedDir};
 use crate::runtime::{RuntimeError, RuntimeResult, SandboxSpec};
+
+/// The name of the owned directory of a runtime's IPC namespaces starts so.
+const IPC_PREFIX: &str = "ipc-";
+
+/// The IPC namespaces a runtime keeps.
+#[derive(Debug, Default)]
+pub(super) struct HeldIpc {
+    /// Their directory, while there is one.
+    owner: Option<OwnedDir>,
+    /// Each one's file, by sandbox ID.
+    by_id: HashMap<String, PathBuf>,
+}
+
+/// Unmount and remove the IPC namespaces of runtimes that died, under `dir`
+/// (`<state>/containerd`); how many runtimes' they were.
+pub(super) fn sweep(dir: &Path) -> usize {
+    let swept = owned_dir::sweep_dead(dir, IPC_PREFIX);
+    if swept > 0 {
+        tracing::info!(dir = %dir.display(), runtimes = swept, "swept the IPC namespaces of nodes that ended without removing their pods");
+        // Only when empty, as after the last container.
+        let _ = std::fs::remove_dir(dir);
+    }
+    swept
+}
 
 impl ContainerdRuntime {
     /// Make the sandbox of `spec`'s pod; its ID, or the ID of what was made and why it failed.
@@ -39,32 +70,44 @@ impl ContainerdRuntime {
         Ok(id)
     }
 
-    /// A new IPC namespace kept at `<dir>/<id>/ipc`; its ID.
+    /// A new IPC namespace kept at `<dir>/ipc-<owner>/<id>`; its ID.
     fn hold_ipc(&self) -> RuntimeResult<String> {
         let id = crate::node::new_uid().replace('-', "");
-        let dir = self.dir.join(&id);
-        std::fs::create_dir_all(&dir).map_err(|e| RuntimeError::io("create", &dir, e))?;
-        let file = dir.join("ipc");
+        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        if held.owner.is_none() {
+            let owner = OwnedDir::create(&self.dir, IPC_PREFIX)
+                .map_err(|e| RuntimeError::io("make a directory for IPC namespaces under", &self.dir, e))?;
+            held.owner = Some(owner);
+        }
+        let file = held
+            .owner
+            .as_ref()
+            .map(|o| o.path().join(&id))
+            .unwrap_or_default();
         if let Err(e) = new_ipc_namespace(&file) {
-            let _ = std::fs::remove_dir_all(&dir);
+            if held.by_id.is_empty() {
+                held.owner = None;
+            }
             return Err(RuntimeError::io("keep a new IPC namespace at", &file, e));
         }
-        self.held
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(id.clone(), file);
+        held.by_id.insert(id.clone(), file);
         Ok(id)
     }
 
     /// Release the IPC namespace kept as sandbox `id`; whether `id` was one.
     pub(super) fn release_ipc(&self, id: &str) -> bool {
-        let held = self.held.lock().unwrap_or_else(|p| p.into_inner()).remove(id);
-        let Some(file) = held else { return false };
+        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(file) = held.by_id.remove(id) else {
+            return false;
+        };
         if let Err(e) = rustix::mount::unmount(&file, rustix::mount::UnmountFlags::DETACH) {
             tracing::warn!(path = %file.display(), error = %e, "could not release an IPC namespace");
         }
-        if let Some(dir) = file.parent() {
-            let _ = std::fs::remove_dir_all(dir);
+        let _ = std::fs::remove_file(&file);
+        if held.by_id.is_empty() {
+            // The directory goes with the last; and the runtime's, when it is empty.
+            held.owner = None;
+            let _ = std::fs::remove_dir(&self.dir);
         }
         true
     }
@@ -75,6 +118,7 @@ impl ContainerdRuntime {
             .held
             .lock()
             .unwrap_or_else(|p| p.into_inner())
+            .by_id
             .get(id)
             .cloned();
         if let Some(path) = held {
