@@ -2,7 +2,8 @@
 //! runs it: the JSON argument is ignored (the template comes from `ARGO_TEMPLATE`), the
 //! result is reported to the local node's API server as the task result's `outputs.result`;
 //! a failing step exits 64 with Argo's wording in the termination log. The API-less case
-//! needs nothing; the node case is skipped with ARGOEXEC_SKIP_DOCKER_TESTS=1.
+//! needs nothing; the node case is skipped with ARGOEXEC_SKIP_DOCKER_TESTS=1, as is the
+//! image's panic (the image's build aborts on panic: its hook reports it).
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -11,6 +12,8 @@ use argoexec_node::NodeConfig;
 use argoexec_node_server::{NodeServer, ServerConfig};
 use argoexec_testkit::sweep::Sweep;
 use serde_json::json;
+
+mod run_support;
 
 const RBAC: &str = r#"
 apiVersion: rbac.authorization.k8s.io/v1
@@ -72,6 +75,64 @@ fn without_the_api_server_exits_64() {
     );
     let log = std::fs::read_to_string(root.path().join("dev/termination-log")).unwrap();
     assert!(log.contains("report through the API server"), "{log}");
+}
+
+/// The image's `argoexec` (built with `panic = "abort"`: the `quick` and `dist` profiles)
+/// meets expr-lang 2.1.0's known panic: the hook writes the panic and the expression to the
+/// termination log, and the step exits 64, as Argo's executor does with a panic.
+#[test]
+fn the_images_executor_reports_a_panic_and_exits_64() {
+    if !run_support::docker_available() || run_support::on_containerd() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("files")).unwrap();
+    std::fs::write(dir.path().join("files/a.csv"), "x").unwrap();
+    // A service account for an API server that is never reached: the panic comes first.
+    std::fs::create_dir_all(dir.path().join("sa")).unwrap();
+    std::fs::write(dir.path().join("sa/token"), "unused").unwrap();
+    std::fs::write(dir.path().join("sa/namespace"), "default").unwrap();
+    let pki =
+        argoexec_node_server::pki::Pki::generate("unused", argoexec_node_server::KubeletCert::default())
+            .unwrap();
+    std::fs::write(dir.path().join("sa/ca.crt"), pki.ca_pem()).unwrap();
+    let program = r#"{"n": len(data)}"#;
+    let tmpl = json!({"name": "list", "data": {
+        "source": {"artifactPaths": {"name": "files", "local": {"path": "/files"}}},
+        "transformation": [{"expression": program}]}});
+    let mount = |host: &str, at: &str| format!("{}:{at}", dir.path().join(host).display());
+    let out = Command::new(run_support::docker())
+        .args([
+            "run",
+            "--rm",
+            "--network",
+            "none",
+            "-v",
+            &mount("files", "/files"),
+            "-v",
+        ])
+        .arg(mount("pod", "/pod"))
+        .args(["-v", &mount("sa", "/sa"), "-e", "ARGOEXEC_SERVICEACCOUNT_DIR=/sa"])
+        .args([
+            "-e",
+            "KUBERNETES_SERVICE_HOST=127.0.0.1",
+            "-e",
+            "KUBERNETES_SERVICE_PORT=1",
+        ])
+        .args(["-e", "ARGOEXEC_PATH_ROOT=/pod", "-e", "ARGO_POD_NAME=wf-data"])
+        .args(["-e", "ARGO_NODE_ID=wf-data", "-e", "ARGO_WORKFLOW_NAME=wf", "-e"])
+        .arg(format!("ARGO_TEMPLATE={tmpl}"))
+        .args(["argoexec:dev", "data", DECOY, "--loglevel", "info"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(64), "{stderr}");
+    let log = std::fs::read_to_string(dir.path().join("pod/dev/termination-log")).unwrap_or_default();
+    assert!(log.starts_with("executor panic: "), "{log}\n{stderr}");
+    assert!(
+        log.contains(r#" while evaluating the expression "{\"n\": len(data)}""#),
+        "{log}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
