@@ -35,19 +35,6 @@ fn mounts_under(dir: &Path) -> Vec<String> {
         .collect()
 }
 
-/// Until `run`'s container `main` runs.
-async fn main_running(run: &argoexec_node::PodRun) {
-    run.status()
-        .wait_for(|s| {
-            container(s, "main")
-                .state
-                .as_ref()
-                .is_some_and(|st| st.running.is_some())
-        })
-        .await
-        .unwrap();
-}
-
 /// Run only as the child of the test below: start [`POD`], say so, and wait to be killed.
 #[tokio::test]
 #[ignore = "run as a child process by the test below"]
@@ -58,7 +45,7 @@ async fn child_node_with_a_running_pod() {
     let node = node("killed", Path::new(&state)).await;
     let run = node.start_pod(pod(POD)).await.unwrap();
     let volume = run.volume_path("w").unwrap().to_path_buf();
-    main_running(&run).await;
+    until_running(&run, "main").await;
     println!("READY {} {}", node.config().node_label, volume.display());
     std::future::pending::<()>().await;
 }
@@ -77,7 +64,7 @@ async fn the_next_node_removes_what_a_killed_node_left() {
         ))
         .await
         .unwrap();
-    main_running(&live_run).await;
+    until_running(&live_run, "main").await;
     let live_containers = live.leftover_containers().await.unwrap();
     // The live pod's own (on containerd, its IPC namespace).
     let live_mounts = mounts_under(state.path());

@@ -266,15 +266,7 @@ async fn stop_is_a_deletion_and_missing_images_create_nothing() {
         "metadata: {name: t5}\nspec:\n  containers: [{name: main, image: busybox, command: [sh, -c, 'trap \"exit 143\" TERM; echo trap-set; sleep 60 & wait']}]\n",
     );
     let run = node.start_pod(p).await.unwrap();
-    let mut rx = run.status();
-    rx.wait_for(|s| {
-        container(s, "main")
-            .state
-            .as_ref()
-            .is_some_and(|st| st.running.is_some())
-    })
-    .await
-    .unwrap();
+    until_running(&run, "main").await;
     // "Running" means the process exists, not that its shell has installed the trap yet; a
     // TERM before that is ignored by PID 1. Follow the log to the line printed after `trap`.
     let id = run.container_id("main").expect("main has a container id");

@@ -52,6 +52,19 @@ pub fn container<'a>(s: &'a PodStatus, name: &str) -> &'a ContainerStatus {
     argoexec_node::status::all(s).find(|c| c.name == name).unwrap()
 }
 
+/// Until `run`'s container `name` is running.
+pub async fn until_running(run: &argoexec_node::PodRun, name: &str) {
+    run.status()
+        .wait_for(|s| {
+            container(s, name)
+                .state
+                .as_ref()
+                .is_some_and(|st| st.running.is_some())
+        })
+        .await
+        .unwrap();
+}
+
 pub fn terminated(s: &PodStatus, name: &str) -> (i32, String, Option<String>) {
     let t = container(s, name)
         .state
