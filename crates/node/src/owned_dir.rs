@@ -5,9 +5,9 @@
 //! directory (the default is one per machine), so a later node may sweep only what no live
 //! node owns. Ownership is a `flock(2)` on the directory's `lock` file, held by the owner's
 //! open file for its life: the kernel drops it when the process ends however it ends, and
-//! a reused PID cannot pass for the owner (as a PID file could). A directory is made under
-//! a hidden name and renamed into place only once locked, so a sweep never meets one of
-//! a live owner unlocked.
+//! a reused PID cannot pass for the owner (as a PID file could). The lock file is locked
+//! before it takes its name, and the directory is made under a hidden name and renamed
+//! into place once locked, so a sweep never meets a live owner's lock unheld.
 
 use std::fs::File;
 use std::io;
@@ -41,8 +41,12 @@ impl OwnedDir {
         std::fs::create_dir(&hidden)?;
         let made = (|| {
             std::fs::set_permissions(&hidden, std::fs::Permissions::from_mode(0o755))?;
-            let lock = File::create(hidden.join(LOCK))?;
+            // Locked under another name, then renamed: a sweep that finds `lock` (in the
+            // hidden directory too) always finds it held.
+            let unlocked = hidden.join(format!("{LOCK}.new"));
+            let lock = File::create(&unlocked)?;
             flock(&lock, FlockOperation::NonBlockingLockExclusive)?;
+            std::fs::rename(&unlocked, hidden.join(LOCK))?;
             let path = parent.join(&name);
             std::fs::rename(&hidden, &path)?;
             Ok(Self {
